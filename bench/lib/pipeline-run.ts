@@ -1,0 +1,218 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { createDatabase, closeDatabase } from '../../src/db/client.js'
+import { migrateDatabase } from '../../src/db/migrate.js'
+import { createRegistry } from '../../src/registry/register.js'
+import type { GroundTruth } from '../chain/generate.js'
+import type { ReplayProcess } from '../chain/replay-process.js'
+import type { ReplayStats } from '../chain/replay-server.js'
+import { FeatureMissing } from './bench.js'
+import {
+  createBenchDatabase,
+  createProgressReader,
+  deleteRedisPrefix,
+  startIndexerProcess,
+  uniqueName,
+  verifyAgainstTruth,
+  type BenchDatabase,
+  type IndexerProcess,
+  type Verification,
+} from './indexer.js'
+
+export type PipelineSettings = {
+  workerConcurrency: number
+  rangeSize: number
+  rpcBatchSize: number
+  pollIntervalMs: number
+}
+
+export type MemorySample = {
+  atMs: number
+  through: number
+  rss: number
+  /** V8 heap in use and memory outside the heap (Buffers), from the service's /metrics when it answers. */
+  heapUsed?: number
+  external?: number
+}
+
+/** Heap figures from prom-client's default metrics on the indexer's /metrics, or nothing if it does not answer in time. */
+async function heapOf(url: string): Promise<Pick<MemorySample, 'heapUsed' | 'external'>> {
+  try {
+    const response = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(500) })
+    if (!response.ok) return {}
+    const text = await response.text()
+    const value = (name: string) => {
+      const match = new RegExp(`^${name} (\\d+(?:\\.\\d+)?(?:e\\+\\d+)?)`, 'm').exec(text)
+      return match ? Number(match[1]) : undefined
+    }
+    const heapUsed = value('nodejs_heap_size_used_bytes')
+    const external = value('nodejs_external_memory_bytes')
+    return { ...(heapUsed !== undefined && { heapUsed }), ...(external !== undefined && { external }) }
+  } catch {
+    return {}
+  }
+}
+
+/**
+ * One indexer on a fresh database and queue prefix, ready to index: block 0
+ * (the genesis, no transactions) already indexed, so that process start-up,
+ * migrations and connections are behind it when the clock starts.
+ */
+export type ReadyIndexer = {
+  db: BenchDatabase
+  indexer: IndexerProcess
+  prefix: string
+  indexedThrough: () => Promise<number>
+  dispose(): Promise<void>
+}
+
+/** Migrates the database and registers the wallets whose builder codes the chain uses. */
+export async function registerWallets(url: string, truth: GroundTruth): Promise<void> {
+  await migrateDatabase(url)
+  const db = createDatabase({ url, poolSize: 2 })
+  try {
+    const registry = createRegistry({ db })
+    for (const { wallet } of truth.registeredWallets) await registry.register(wallet)
+  } finally {
+    await closeDatabase(db)
+  }
+}
+
+export async function startReadyIndexer(options: {
+  label: string
+  replay: ReplayProcess
+  truth: GroundTruth
+  settings: PipelineSettings
+  cpuProfileDir?: string
+  readyTimeoutMs?: number
+}): Promise<ReadyIndexer> {
+  const db = await createBenchDatabase(`bench_${options.label.replace(/\W/g, '_')}`)
+  const prefix = uniqueName('bench')
+  let indexer: IndexerProcess | undefined
+  const dispose = async () => {
+    await indexer?.stop()
+    await db.drop().catch(() => {})
+    await deleteRedisPrefix(prefix).catch(() => {})
+  }
+  try {
+    // registered builder codes in the registry, so the resolver sees both kinds
+    await registerWallets(db.url, options.truth)
+    indexer = await startIndexerProcess({
+      rpcUrl: options.replay.url,
+      chainId: options.truth.chainId,
+      databaseUrl: db.url,
+      queuePrefix: prefix,
+      ...options.settings,
+      label: options.label,
+      ...(options.cpuProfileDir && { cpuProfileDir: options.cpuProfileDir }),
+    })
+    const indexedThrough = createProgressReader(db.sql, options.truth.chainId)
+    const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000)
+    while ((await indexedThrough()) < 0) {
+      if (indexer.exited()) throw new Error(`the indexer exited during start-up:\n${indexer.tail()}`)
+      if (Date.now() > deadline) {
+        const stats = await options.replay.stats()
+        throw stats.requests === 0
+          ? new FeatureMissing('the indexer started but never called the RPC node (follower/worker roles not wired to RPC_URL?)')
+          : new Error(`the indexer did not index the genesis block within ${options.readyTimeoutMs ?? 60_000} ms:\n${indexer.tail()}`)
+      }
+      await sleep(50)
+    }
+    return { db, indexer, prefix, indexedThrough, dispose }
+  } catch (error) {
+    await dispose()
+    throw error
+  }
+}
+
+export type PipelineRun = {
+  ms: number
+  blocks: number
+  transactions: number
+  peakRssBytes: number
+  samples: MemorySample[]
+  verification: Verification
+  /** Monotonic-clock window (µs) from release to completion, to cut the indexer's CPU profile (bench/profile-top.ts). */
+  profileWindow: string
+  rpc: Pick<ReplayStats, 'calls' | 'unsupported' | 'requests' | 'batches' | 'fullBlocksServed' | 'headerBlocksServed'>
+}
+
+/**
+ * Times a backfill of blocks 1..last: from the indexer's first request for
+ * a block above 0 (replay server clock) to the moment the `ranges` table
+ * shows every block done (polled every 25 ms), then checks the totals.
+ */
+export async function runBackfill(options: {
+  label: string
+  replay: ReplayProcess
+  truth: GroundTruth
+  settings: PipelineSettings
+  cpuProfileDir?: string
+  timeoutMs: number
+  sampleEveryMs?: number
+  onSample?: (sample: MemorySample) => void
+}): Promise<PipelineRun> {
+  await options.replay.release({ head: 0 })
+  const ready = await startReadyIndexer(options)
+  try {
+    const last = options.truth.lastBlock
+    await options.replay.resetStats()
+    const releasedAt = Date.now()
+    const releasedAtUs = process.hrtime.bigint() / 1000n
+    await options.replay.release({ head: last })
+    const samples: MemorySample[] = []
+    const pendingHeaps: Array<Promise<unknown>> = []
+    let nextSampleAt = releasedAt
+    let through = 0
+    let doneAt = 0
+    for (;;) {
+      through = await ready.indexedThrough()
+      const now = Date.now()
+      // sample on schedule, and once more at completion so the last sample is the end state
+      if (options.sampleEveryMs && (now >= nextSampleAt || through >= last)) {
+        const memory = ready.indexer.memory()
+        if (memory) {
+          const sample: MemorySample = { atMs: now - releasedAt, through, rss: memory.rss }
+          // not awaited: a busy indexer answers /metrics late, and the completion poll must not wait for it
+          pendingHeaps.push(heapOf(ready.indexer.url).then((heap) => Object.assign(sample, heap)))
+          samples.push(sample)
+          options.onSample?.(sample)
+        }
+        nextSampleAt += options.sampleEveryMs
+      }
+      if (through >= last) {
+        doneAt = now
+        break
+      }
+      if (ready.indexer.exited()) throw new Error(`the indexer exited during the backfill at block ${through}:\n${ready.indexer.tail()}`)
+      if (now - releasedAt > options.timeoutMs) {
+        throw new Error(`backfill timed out after ${options.timeoutMs} ms at block ${through} of ${last}:\n${ready.indexer.tail()}`)
+      }
+      await sleep(25)
+    }
+    await Promise.all(pendingHeaps)
+    const profileWindow = `${releasedAtUs}:${process.hrtime.bigint() / 1000n}`
+    const stats = await options.replay.stats()
+    const startedAt = stats.firstBlockRequestAt ?? releasedAt
+    const memory = ready.indexer.memory()
+    const verification = await verifyAgainstTruth(ready.db.sql, options.truth)
+    return {
+      ms: doneAt - startedAt,
+      blocks: last,
+      transactions: options.truth.transactions,
+      peakRssBytes: memory?.peak ?? Number.NaN,
+      samples,
+      verification,
+      profileWindow,
+      rpc: {
+        calls: stats.calls,
+        unsupported: stats.unsupported,
+        requests: stats.requests,
+        batches: stats.batches,
+        fullBlocksServed: stats.fullBlocksServed,
+        headerBlocksServed: stats.headerBlocksServed,
+      },
+    }
+  } finally {
+    await ready.dispose()
+  }
+}

@@ -1,0 +1,115 @@
+import type { Bench } from './lib/bench.js'
+import { serveChain } from './lib/chain-setup.js'
+import { requireIndexer } from './lib/indexer.js'
+import { runBackfill, type MemorySample, type PipelineSettings } from './lib/pipeline-run.js'
+import { fmt, printTable } from './lib/report.js'
+import { median } from './lib/stats.js'
+
+const MiB = 2 ** 20
+
+/**
+ * A long backfill with the indexer's RSS sampled every second (four times a
+ * second, since the indexer got fast enough to finish 2M transactions in
+ * ~15 s and a window of one or two samples is GC noise): memory must
+ * level off, not grow with the chain. 2M transactions rather than the
+ * minimum 1M: at 100k tx/s a 1M backfill lasts ten seconds, too short for
+ * the heap to settle, and ten samples cannot tell growth from GC sizing.
+ * The V8 heap (from the service's /metrics) is sampled alongside, to tell
+ * JavaScript objects that accumulate from memory the allocator keeps.
+ */
+export const memory: Bench = async ({ quick, cpuProfileDir }) => {
+  requireIndexer()
+  const settings: PipelineSettings = { workerConcurrency: 4, rangeSize: 20, rpcBatchSize: 20, pollIntervalMs: 100 }
+  const params = { blocks: quick ? 300 : 10_000, txPerBlock: 200, sampleEveryMs: 250, ...settings }
+  const served = await serveChain({ blocks: params.blocks, txPerBlock: params.txPerBlock })
+  const truth = served.chain.truth()
+  let run
+  try {
+    run = await runBackfill({
+      label: 'memory',
+      replay: served.replay,
+      truth,
+      settings,
+      timeoutMs: quick ? 120_000 : 1_800_000,
+      sampleEveryMs: params.sampleEveryMs,
+      ...(cpuProfileDir && { cpuProfileDir }),
+      onSample: (sample) => {
+        if (sample.atMs % 10_000 < params.sampleEveryMs) {
+          process.stdout.write(`memory: ${fmt(sample.atMs / 1000)} s, block ${sample.through}/${truth.lastBlock}, RSS ${fmt(sample.rss / MiB)} MiB\n`)
+        }
+      },
+    })
+  } finally {
+    await served.close()
+  }
+  const samples = run.samples
+  // single samples swing by tens of MB with each major GC: compare the median of a window, not two points
+  const window = (from: number, to: number, pick: (sample: MemorySample) => number | undefined = (sample) => sample.rss) => {
+    const inside = samples.filter((sample) => sample.through >= truth.lastBlock * from && sample.through <= truth.lastBlock * to)
+    const values = inside.map(pick).filter((value): value is number => value !== undefined)
+    if (values.length > 0) return median(values)
+    // a short run (--quick) may have no sample in the window: take the nearest one
+    const middle = truth.lastBlock * ((from + to) / 2)
+    const nearest = samples.reduce((best, sample) => (Math.abs(sample.through - middle) < Math.abs(best.through - middle) ? sample : best))
+    return pick(nearest) ?? Number.NaN
+  }
+  const at10 = window(0.1, 0.2)
+  const end = window(0.9, 1)
+  const heapAt10 = window(0.1, 0.2, (sample) => sample.heapUsed)
+  const heapEnd = window(0.9, 1, (sample) => sample.heapUsed)
+  const firstAt10 = samples.find((sample) => sample.through >= truth.lastBlock * 0.1) ?? samples[0]!
+  const maxAfter10 = Math.max(...samples.filter((sample) => sample.atMs >= firstAt10.atMs).map((sample) => sample.rss))
+  const growth = end - at10
+  const txPerSecond = (run.transactions / run.ms) * 1000
+  const deciles: MemorySample[] = []
+  for (let decile = 1; decile <= 10; decile++) {
+    const sample = samples.find((s) => s.through >= (truth.lastBlock * decile) / 10)
+    if (sample && sample !== deciles.at(-1)) deciles.push(sample)
+  }
+  printTable(
+    `memory: backfill of ${fmt(run.transactions)} transactions in ${fmt(run.ms / 1000, 1)} s (${fmt(txPerSecond)} tx/s), RSS every ${params.sampleEveryMs} ms`,
+    ['progress', 'seconds', 'block', 'RSS MiB', 'V8 heap used MiB', 'external MiB'],
+    deciles.map((sample) => [
+      `${fmt((sample.through / truth.lastBlock) * 100)}%`,
+      fmt(sample.atMs / 1000, 1),
+      sample.through,
+      fmt(sample.rss / MiB),
+      sample.heapUsed === undefined ? '-' : fmt(sample.heapUsed / MiB),
+      sample.external === undefined ? '-' : fmt(sample.external / MiB),
+    ]),
+  )
+  process.stdout.write(
+    `RSS (median of the samples) over 10–20%: ${fmt(at10 / MiB)} MiB, over 90–100%: ${fmt(end / MiB)} MiB, growth ${fmt(growth / MiB, 1)} MiB, ` +
+      `max after 10%: ${fmt(maxAfter10 / MiB)} MiB, peak (VmHWM): ${fmt(run.peakRssBytes / MiB)} MiB; ` +
+      `V8 heap used ${fmt(heapAt10 / MiB)} → ${fmt(heapEnd / MiB)} MiB; ` +
+      `totals ${run.verification.equal ? 'equal to' : 'DIFFERENT from'} ground truth\n`,
+  )
+  return {
+    params,
+    figures: {
+      transactions: run.transactions,
+      seconds: run.ms / 1000,
+      txPerSecond,
+      heapUsedMiB: { from10To20Percent: heapAt10 / MiB, from90To100Percent: heapEnd / MiB, growth: (heapEnd - heapAt10) / MiB },
+      rssMiB: { from10To20Percent: at10 / MiB, from90To100Percent: end / MiB, growth: growth / MiB, maxAfter10Percent: maxAfter10 / MiB, peak: run.peakRssBytes / MiB },
+      verified: run.verification.equal,
+      verification: run.verification,
+      samples: samples.map((sample) => ({
+        s: sample.atMs / 1000,
+        block: sample.through,
+        rssMiB: Math.round(sample.rss / MiB),
+        heapUsedMiB: sample.heapUsed === undefined ? null : Math.round(sample.heapUsed / MiB),
+        externalMiB: sample.external === undefined ? null : Math.round(sample.external / MiB),
+      })),
+    },
+    targets: [
+      {
+        name: 'memory growth',
+        goal: 'RSS growth < 50 MB from the first 10% to the end (medians of 10–20% and 90–100%)',
+        actual: `${fmt(growth / 1e6, 1)} MB`,
+        met: growth < 50e6,
+      },
+      { name: 'memory totals', goal: 'equal to ground truth', actual: run.verification.equal ? 'equal' : 'different', met: run.verification.equal },
+    ],
+  }
+}

@@ -1,0 +1,152 @@
+import { createPublicClient, http, parseAbiItem, type Hash } from 'viem'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { openChain, type Chain } from '../chain/files.js'
+import { measureFloor } from '../chain/floor.js'
+import { ensureChain, type GroundTruth } from '../chain/generate.js'
+import { createReplayServer, type ReplayServer } from '../chain/replay-server.js'
+import { testChainParams } from './fixtures.js'
+
+let chain: Chain
+let server: ReplayServer
+let truth: GroundTruth
+
+async function rpc(body: unknown): Promise<any> {
+  const response = await fetch(server.url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } })
+  expect(response.headers.get('content-type')).toBe('application/json')
+  return response.json()
+}
+
+const call = (method: string, params: unknown[] = [], id: unknown = 1) => ({ jsonrpc: '2.0', id, method, params })
+
+beforeAll(async () => {
+  chain = openChain(ensureChain(testChainParams))
+  truth = chain.truth()
+  server = await createReplayServer(chain).listen()
+})
+
+afterAll(async () => {
+  await server?.close()
+  chain?.close()
+})
+
+describe('JSON-RPC', () => {
+  it('answers single calls and batches in request order with the caller ids', async () => {
+    expect(await rpc(call('eth_chainId', [], 'a'))).toEqual({ jsonrpc: '2.0', id: 'a', result: `0x${testChainParams.chainId.toString(16)}` })
+    const batch = await rpc([call('eth_blockNumber', [], 7), call('eth_getBlockByNumber', ['0x2', true], 8), call('eth_getBlockByNumber', ['0x2', false], 9)])
+    expect(batch.map((item: { id: number }) => item.id)).toEqual([7, 8, 9])
+    expect(batch[0].result).toBe(`0x${chain.lastBlock.toString(16)}`)
+    expect(batch[1].result).toEqual(JSON.parse(chain.fullBlock(2).toString()))
+    expect(batch[2].result.transactions).toEqual(batch[1].result.transactions.map((tx: { hash: string }) => tx.hash))
+  })
+
+  it('resolves block tags and hashes, and answers null beyond the chain', async () => {
+    const [latest, earliest, byHash, missing] = await rpc([
+      call('eth_getBlockByNumber', ['latest', false], 1),
+      call('eth_getBlockByNumber', ['earliest', false], 2),
+      call('eth_getBlockByHash', [chain.hashes[3], false], 3),
+      call('eth_getBlockByNumber', [`0x${(chain.lastBlock + 1).toString(16)}`, true], 4),
+    ])
+    expect(latest.result.number).toBe(`0x${chain.lastBlock.toString(16)}`)
+    expect(earliest.result.number).toBe('0x0')
+    expect(byHash.result.hash).toBe(chain.hashes[3])
+    expect(missing.result).toBeNull()
+  })
+
+  it('reports an unknown method as -32601 and counts it', async () => {
+    const response = await rpc(call('debug_traceBlockByNumber', ['0x1']))
+    expect(response.error.code).toBe(-32601)
+    expect(server.stats().unsupported).toMatchObject({ debug_traceBlockByNumber: 1 })
+  })
+
+  it('answers malformed JSON with a parse error', async () => {
+    const response = await fetch(server.url, { method: 'POST', body: '{nope' })
+    expect(((await response.json()) as { error: { code: number } }).error.code).toBe(-32700)
+  })
+})
+
+describe('through viem, as the indexer reads it', () => {
+  const client = () => createPublicClient({ transport: http(server.url, { batch: true }) })
+
+  it('formats full blocks and stored receipts', async () => {
+    const unit = truth.units.find((candidate) => candidate.kind === 'transaction')!
+    const block = await client().getBlock({ blockNumber: BigInt(unit.block), includeTransactions: true })
+    const tx = block.transactions.find((candidate) => candidate.hash === unit.txHash)!
+    expect(tx.input.endsWith('80218021802180218021802180218021')).toBe(true)
+    const receipt = await client().getTransactionReceipt({ hash: unit.txHash as Hash })
+    expect(receipt.status).toBe(unit.status)
+    expect(receipt.blockHash).toBe(block.hash)
+  })
+
+  it('rebuilds receipts of ordinary transactions, consistent with the block', async () => {
+    const block = await client().getBlock({ blockNumber: 5n, includeTransactions: false })
+    const receipts = await client().request({ method: 'eth_getBlockReceipts', params: ['0x5'] })
+    expect(receipts).toHaveLength(block.transactions.length)
+    expect(receipts!.map((r) => r.transactionHash)).toEqual(block.transactions)
+    expect(BigInt(receipts!.at(-1)!.cumulativeGasUsed)).toBe(block.gasUsed)
+    const plain = await client().getTransactionReceipt({ hash: block.transactions[0]! })
+    expect(plain.transactionIndex).toBe(0)
+    const tx = await client().getTransaction({ hash: block.transactions[1]! })
+    expect(tx.blockNumber).toBe(5n)
+  })
+
+  it('finds a UserOperation by its hash through eth_getLogs', async () => {
+    const unit = truth.units.find((candidate) => candidate.kind === 'userOperation')!
+    const logs = await client().getLogs({
+      event: parseAbiItem(
+        'event UserOperationEvent(bytes32 indexed userOpHash, address indexed sender, address indexed paymaster, uint256 nonce, bool success, uint256 actualGasCost, uint256 actualGasUsed)',
+      ),
+      args: { userOpHash: unit.userOpHash as Hash },
+      fromBlock: 0n,
+      toBlock: 'latest',
+    })
+    expect(logs).toHaveLength(1)
+    expect(logs[0]!.transactionHash).toBe(unit.txHash)
+    expect(logs[0]!.args.success).toBe(unit.status === 'success')
+  })
+})
+
+describe('release schedule', () => {
+  afterAll(() => server.release({ head: chain.lastBlock }))
+
+  it('hides blocks above a fixed head', async () => {
+    server.release({ head: 4 })
+    const [head, released, hidden] = await rpc([
+      call('eth_blockNumber', [], 1),
+      call('eth_getBlockByNumber', ['0x4', false], 2),
+      call('eth_getBlockByNumber', ['0x5', false], 3),
+    ])
+    expect(head.result).toBe('0x4')
+    expect(released.result.number).toBe('0x4')
+    expect(hidden.result).toBeNull()
+    const hiddenReceipt = await rpc(call('eth_getTransactionReceipt', [truth.units.find((u) => u.block > 4)!.txHash]))
+    expect(hiddenReceipt.result).toBeNull()
+  })
+
+  it('grows the head at the configured rate until the end of the chain', async () => {
+    server.release({ head: 1, rate: 200 })
+    const seen: number[] = []
+    while (seen.at(-1) !== chain.lastBlock) {
+      seen.push(Number.parseInt((await rpc(call('eth_blockNumber'))).result, 16))
+      await new Promise((resolve) => setTimeout(resolve, 5))
+    }
+    expect(seen[0]).toBeLessThan(chain.lastBlock)
+    expect([...seen].sort((a, b) => a - b)).toEqual(seen)
+  })
+})
+
+describe('floor', () => {
+  it('downloads and parses every block of the range once', async () => {
+    server.release({ head: chain.lastBlock })
+    const result = await measureFloor({ url: server.url, from: 1, to: chain.lastBlock, rangeSize: 5, batchSize: 2, concurrency: 3 })
+    expect(result.blocks).toBe(chain.lastBlock)
+    expect(result.transactions).toBe(truth.transactions)
+    // ranges 1-5, 6-10, 11-12 in batches of at most 2 blocks
+    expect(result.requests).toBe(3 + 3 + 1)
+  })
+
+  it('downloads the same blocks through the indexer\'s RPC client', async () => {
+    const result = await measureFloor({ url: server.url, from: 1, to: chain.lastBlock, rangeSize: 5, batchSize: 2, concurrency: 3, client: 'indexer-rpc' })
+    expect(result.blocks).toBe(chain.lastBlock)
+    expect(result.transactions).toBe(truth.transactions)
+  })
+})

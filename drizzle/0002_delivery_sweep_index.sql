@@ -1,0 +1,1 @@
+CREATE INDEX "notification_deliveries_queued_idx" ON "notification_deliveries" USING btree ("created_at") WHERE "notification_deliveries"."status" = 'queued';

@@ -1,0 +1,211 @@
+import fc from 'fast-check'
+import { Cbor } from 'ox'
+import { Attribution } from 'ox/erc8021'
+import { describe, expect, it } from 'vitest'
+import { decodeAttribution, type Attributed } from './decode.js'
+import { calldataGas } from './gas.js'
+import { hasMarker, hasMarkerBytes, MARKER_HEX } from './marker.js'
+import { isValidCode } from './codes.js'
+
+const MARKER = `0x${MARKER_HEX}`
+
+function attributed(input: string): Attributed {
+  const result = decodeAttribution(input)
+  if (result.kind !== 'attributed') throw new Error(`expected attributed, got ${JSON.stringify(result)}`)
+  return result
+}
+
+describe('vectors from the ox documentation', () => {
+  it('schema 0: baseapp', () => {
+    const result = attributed('0xdddddddd62617365617070070080218021802180218021802180218021')
+    expect(result.schemaId).toBe(0)
+    expect(result.codes).toEqual(['baseapp'])
+    expect(result.suffix).toBe('0x62617365617070070080218021802180218021802180218021')
+    expect(result.suffixBytes).toBe(7 + 1 + 1 + 16)
+  })
+
+  it('schema 1: custom registry on chain 8453 with two codes', () => {
+    const result = attributed(
+      '0xddddddddcccccccccccccccccccccccccccccccccccccccc210502626173656170702C6D6F7270686F0E0180218021802180218021802180218021',
+    )
+    expect(result.schemaId).toBe(1)
+    expect(result.codes).toEqual(['baseapp', 'morpho'])
+    expect(result.codeRegistry).toEqual({ chainId: 8453, address: '0xCcCCccccCCCCcCCCCCCcCcCccCcCCCcCcccccccC' })
+    expect(result.suffixBytes).toBe(20 + 2 + 1 + 14 + 1 + 1 + 16)
+  })
+
+  it('schema 2: CBOR with app code baseapp', () => {
+    const result = attributed('0xdddddddda161616762617365617070000b0280218021802180218021802180218021')
+    expect(result.schemaId).toBe(2)
+    expect(result.codes).toEqual(['baseapp'])
+    expect(result.entries).toEqual([{ code: 'baseapp', role: 'app', valid: true }])
+  })
+
+  it('schema 0 two codes matches the documented suffix', () => {
+    const suffix = Attribution.toDataSuffix({ codes: ['baseapp', 'morpho'] })
+    expect(suffix).toBe('0x626173656170702c6d6f7270686f0e0080218021802180218021802180218021')
+    expect(attributed(`0xa9059cbb${suffix.slice(2)}`).codes).toEqual(['baseapp', 'morpho'])
+  })
+})
+
+describe('round trips through ox toDataSuffix', () => {
+  const registry = { address: '0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045' as const, chainId: 8453 }
+  const cases: Array<[string, Attribution.Attribution, string[]]> = [
+    ['schema 0', { codes: ['a'] }, ['a']],
+    ['schema 0, many codes', { codes: ['baseapp', 'morpho', 'x_1'] }, ['baseapp', 'morpho', 'x_1']],
+    ['schema 1', { codes: ['baseapp'], codeRegistry: registry }, ['baseapp']],
+    ['schema 1 on chain 1', { codes: ['uni', 'v4'], codeRegistry: { ...registry, chainId: 1 } }, ['uni', 'v4']],
+    ['schema 2 app only', { appCode: 'baseapp' }, ['baseapp']],
+    [
+      'schema 2 app, wallet, services, registries, metadata',
+      {
+        appCode: 'app1',
+        walletCode: 'privy',
+        serviceCodes: ['relay', 'solver_9'],
+        registries: { app: registry, wallet: { ...registry, chainId: 10 } },
+        metadata: { source: 'webapp', n: 3 },
+      },
+      ['app1', 'privy', 'relay', 'solver_9'],
+    ],
+  ]
+  for (const [name, attribution, codes] of cases) {
+    it(name, () => {
+      const suffix = Attribution.toDataSuffix(attribution)
+      const result = attributed(`0x12345678${'00'.repeat(31)}01${suffix.slice(2)}`)
+      expect(result.codes).toEqual(codes)
+      expect(result.suffix).toBe(suffix.toLowerCase())
+      expect(result.suffixBytes).toBe((suffix.length - 2) / 2)
+      expect(result.suffixGas).toBe(calldataGas(suffix))
+      if ('codeRegistry' in attribution && attribution.codeRegistry) {
+        expect(result.codeRegistry?.chainId).toBe(attribution.codeRegistry.chainId)
+      }
+    })
+  }
+
+  it('a suffix that is the whole calldata decodes', () => {
+    expect(attributed(Attribution.toDataSuffix({ codes: ['solo'] })).codes).toEqual(['solo'])
+  })
+
+  it('the same code twice in one suffix is one code', () => {
+    expect(attributed(Attribution.toDataSuffix({ appCode: 'same', walletCode: 'same' })).codes).toEqual(['same'])
+  })
+
+  it('codes outside the registry rule are kept and flagged invalid', () => {
+    const result = attributed(Attribution.toDataSuffix({ codes: ['Good', 'ok', 'x'.repeat(33)] }))
+    expect(result.entries.map((entry) => entry.valid)).toEqual([false, true, false])
+  })
+})
+
+describe('malformed suffixes are reported, never thrown', () => {
+  const cases: Array<[string, string, RegExp]> = [
+    ['marker alone', MARKER, /ends before the schema id/],
+    ['codes length reaching before the start', `0x0500${MARKER_HEX}`.replace('0x0500', '0x6162ff00'), /before the start/],
+    ['invalid UTF-8 codes', `0xc3280200${MARKER_HEX}`, /UTF-8/],
+    ['unknown schema id', `0x61016300${MARKER_HEX}`.replace(/00(?=8021)/, '07'), /unknown schema id 7/],
+    ['bad CBOR', `0xff0001 02${MARKER_HEX}`.replace(' ', ''), /CBOR/],
+    ['CBOR length before start', `0xa1ffff02${MARKER_HEX}`, /before the start/],
+    ['schema 1 without room for a registry', `0x61010001${MARKER_HEX}`.replace('0x61010001', '0x00610101'), /registry|chain id/],
+    ['no codes', `0x0000${MARKER_HEX}`, /no codes/],
+    ['odd-length hex', `0x0${MARKER_HEX}`, /whole bytes/],
+    // found by the fault suite: a non-hex length byte read as -1 made a negative length and a RangeError
+    ['non-hex codes length byte', `0x6162zz00${MARKER_HEX}`, /not hex/],
+    ['non-hex CBOR length', `0xa1610zz002${MARKER_HEX}`.replace('0zz0', 'zz'), /not hex/],
+  ]
+  for (const [name, input, reason] of cases) {
+    it(name, () => {
+      const result = decodeAttribution(input)
+      expect(result.kind).toBe('malformed')
+      if (result.kind === 'malformed') expect(result.reason).toMatch(reason)
+    })
+  }
+
+  it('calldata shorter than the marker is simply not attributed', () => {
+    expect(decodeAttribution('0x8021')).toEqual({ kind: 'none' })
+    expect(decodeAttribution('0x')).toEqual({ kind: 'none' })
+    expect(decodeAttribution('')).toEqual({ kind: 'none' })
+  })
+})
+
+describe('detect', () => {
+  it('finds the marker in hex and bytes', () => {
+    expect(hasMarker(`0xabcd${MARKER_HEX}`)).toBe(true)
+    expect(hasMarker(`0xabcd${MARKER_HEX.slice(0, -2)}22`)).toBe(false)
+    expect(hasMarker('0xa9059cbb')).toBe(false)
+    const bytes = new Uint8Array(20)
+    bytes.set(Buffer.from(MARKER_HEX, 'hex'), 4)
+    expect(hasMarkerBytes(bytes)).toBe(true)
+    bytes[19] = 0x22
+    expect(hasMarkerBytes(bytes)).toBe(false)
+  })
+})
+
+describe('gas and code rules', () => {
+  it('charges 16 per non-zero byte and 4 per zero byte', () => {
+    expect(calldataGas('0x00ff0001')).toBe(4 + 16 + 4 + 16)
+    expect(calldataGas('0x')).toBe(0)
+  })
+  it('accepts 1-32 characters of 0-9a-z_', () => {
+    expect(isValidCode('a')).toBe(true)
+    expect(isValidCode('a_9'.padEnd(32, 'z'))).toBe(true)
+    expect(isValidCode('')).toBe(false)
+    expect(isValidCode('A')).toBe(false)
+    expect(isValidCode('a-b')).toBe(false)
+    expect(isValidCode('a'.repeat(33))).toBe(false)
+  })
+})
+
+describe('properties over random calldata', () => {
+  const hexBytes = fc.uint8Array({ maxLength: 300 }).map((bytes) => `0x${Buffer.from(bytes).toString('hex')}`)
+
+  it('never throws and never reports a suffix without the marker', () => {
+    fc.assert(
+      fc.property(hexBytes, (input) => {
+        const result = decodeAttribution(input)
+        if (!input.endsWith(MARKER_HEX)) expect(result.kind).toBe('none')
+      }),
+      { numRuns: 5_000 },
+    )
+  })
+
+  it('never throws on random bytes followed by the marker', () => {
+    fc.assert(
+      fc.property(hexBytes, (input) => {
+        const result = decodeAttribution(`${input}${MARKER_HEX}`)
+        expect(['attributed', 'malformed']).toContain(result.kind)
+      }),
+      { numRuns: 5_000 },
+    )
+  })
+
+  it('agrees with ox fromData on the codes of any well-formed schema 2 payload', () => {
+    const text = fc.string({ maxLength: 12 })
+    const cborish = fc.dictionary(fc.constantFrom('a', 'w', 's', 'x', 'm'), fc.oneof(text, fc.array(text, { maxLength: 3 }), fc.integer()), {
+      maxKeys: 4,
+    })
+    fc.assert(
+      fc.property(cborish, (map) => {
+        const cbor = Cbor.encode(map)
+        const length = (cbor.length - 2) / 2
+        const input = `${cbor}${length.toString(16).padStart(4, '0')}02${MARKER_HEX}` as `0x${string}`
+        const ours = decodeAttribution(input)
+        const theirs = Attribution.fromData(input)
+        const oxCodes = theirs?.id === 2 ? [theirs.appCode, theirs.walletCode, ...(theirs.serviceCodes ?? [])].filter((c) => typeof c === 'string') : []
+        if (ours.kind === 'attributed') expect(ours.entries.map((e) => e.code)).toEqual(oxCodes)
+        else expect(oxCodes).toEqual([])
+      }),
+      { numRuns: 2_000 },
+    )
+  })
+
+  it('every generated suffix round-trips', () => {
+    const code = fc.stringMatching(/^[0-9a-z_]{1,32}$/)
+    fc.assert(
+      fc.property(fc.array(code, { minLength: 1, maxLength: 5 }), hexBytes, (codes, prefix) => {
+        const suffix = Attribution.toDataSuffix({ codes })
+        const result = attributed(`${prefix}${suffix.slice(2)}`)
+        expect(result.codes).toEqual([...new Set(codes)])
+      }),
+      { numRuns: 2_000 },
+    )
+  })
+})

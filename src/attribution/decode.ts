@@ -1,0 +1,299 @@
+import { isUtf8 } from 'node:buffer'
+import { Cbor } from 'ox'
+import { getAddress, isAddress, type Address, type Hex } from 'viem'
+import { isValidCode } from './codes.js'
+import { calldataGas } from './gas.js'
+import { hasMarker, MARKER_BYTES } from './marker.js'
+
+export type SchemaId = 0 | 1 | 2
+
+/** Where a code came from inside the suffix. Schema 0/1 codes are plain `code`s. */
+export type CodeRole = 'code' | 'app' | 'wallet' | 'service'
+
+export type AttributedCode = { code: string; role: CodeRole; valid: boolean }
+
+export type CodeRegistry = { chainId: number; address: Address }
+
+export type Attributed = {
+  kind: 'attributed'
+  schemaId: SchemaId
+  /** Every distinct code the suffix attributes, in suffix order. */
+  codes: string[]
+  entries: AttributedCode[]
+  /** Schema 1: the custom registry of all codes. */
+  codeRegistry?: CodeRegistry
+  /** Schema 2: custom registries of the app and wallet codes. */
+  registries?: { app?: CodeRegistry; wallet?: CodeRegistry }
+  metadata?: Record<string, unknown>
+  suffix: Hex
+  suffixBytes: number
+  suffixGas: number
+}
+
+export type Malformed = { kind: 'malformed'; reason: string; schemaId?: number }
+export type NotAttributed = { kind: 'none' }
+export type DecodeResult = Attributed | Malformed | NotAttributed
+
+const NONE: NotAttributed = { kind: 'none' }
+
+function hexDigit(code: number): number {
+  if (code >= 48 && code <= 57) return code - 48
+  if (code >= 97 && code <= 102) return code - 87
+  if (code >= 65 && code <= 70) return code - 55
+  return -1
+}
+
+/** Byte `index` (0-based, from the start of the data) of 0x-prefixed hex, or -1 when not hex. */
+function byteAt(hex: string, index: number): number {
+  const high = hexDigit(hex.charCodeAt(2 + 2 * index))
+  const low = hexDigit(hex.charCodeAt(3 + 2 * index))
+  return high < 0 || low < 0 ? -1 : high * 16 + low
+}
+
+/**
+ * Checks that every character from `from` on is a hex digit (only the
+ * suffix is checked, never the whole calldata). Returns -1 when one is not,
+ * 1 when some are upper case, 0 otherwise.
+ */
+function scanHex(hex: string, from: number): -1 | 0 | 1 {
+  let upper: 0 | 1 = 0
+  for (let i = from; i < hex.length; i++) {
+    const code = hex.charCodeAt(i)
+    if (code >= 65 && code <= 70) upper = 1
+    else if (hexDigit(code) < 0) return -1
+  }
+  return upper
+}
+
+function malformed(reason: string, schemaId?: number): Malformed {
+  return schemaId === undefined ? { kind: 'malformed', reason } : { kind: 'malformed', reason, schemaId }
+}
+
+/**
+ * Byte offset where the suffix starts, or a Malformed explaining why the
+ * length fields cannot be trusted. Bounds are checked before anything is
+ * read, because a length byte pointing before the start of the calldata is
+ * the commonest corruption.
+ */
+function locateSuffix(hex: string, size: number, schemaId: number): number | Malformed {
+  const schemaIdIndex = size - MARKER_BYTES - 1
+  if (schemaId === 0 || schemaId === 1) {
+    const lengthIndex = schemaIdIndex - 1
+    if (lengthIndex < 0) return malformed('calldata ends before the codes length byte', schemaId)
+    const codesLength = byteAt(hex, lengthIndex)
+    if (codesLength < 0) return malformed('calldata is not hex', schemaId)
+    const codesStart = lengthIndex - codesLength
+    if (codesStart < 0) return malformed('codes length reaches before the start of calldata', schemaId)
+    if (codesLength === 0) return malformed('suffix carries no codes', schemaId)
+    if (schemaId === 0) return codesStart
+    const chainIdLengthIndex = codesStart - 1
+    if (chainIdLengthIndex < 0) return malformed('calldata ends before the registry chain id length', schemaId)
+    const chainIdLength = byteAt(hex, chainIdLengthIndex)
+    if (chainIdLength < 0) return malformed('calldata is not hex', schemaId)
+    if (chainIdLength === 0) return malformed('registry chain id is empty', schemaId)
+    if (chainIdLength > 6) return malformed('registry chain id is longer than 6 bytes', schemaId)
+    const registryStart = chainIdLengthIndex - chainIdLength - 20
+    if (registryStart < 0) return malformed('registry reaches before the start of calldata', schemaId)
+    return registryStart
+  }
+  if (schemaId === 2) {
+    const lengthIndex = schemaIdIndex - 2
+    if (lengthIndex < 0) return malformed('calldata ends before the CBOR length', schemaId)
+    const high = byteAt(hex, lengthIndex)
+    const low = byteAt(hex, lengthIndex + 1)
+    if (high < 0 || low < 0) return malformed('calldata is not hex', schemaId)
+    const cborLength = high * 256 + low
+    const cborStart = lengthIndex - cborLength
+    if (cborStart < 0) return malformed('CBOR length reaches before the start of calldata', schemaId)
+    if (cborLength === 0) return malformed('CBOR payload is empty', schemaId)
+    return cborStart
+  }
+  return malformed(`unknown schema id ${schemaId}`, schemaId)
+}
+
+/** EIP-55 costs a keccak; the few registries in circulation are checksummed once. */
+const checksummed = new Map<string, Address>()
+function checksum(address: string): Address {
+  let value = checksummed.get(address)
+  if (!value) {
+    if (checksummed.size >= 10_000) checksummed.clear()
+    value = getAddress(address)
+    checksummed.set(address, value)
+  }
+  return value
+}
+
+type Parsed = { entries: AttributedCode[]; codeRegistry?: CodeRegistry; registries?: Attributed['registries']; metadata?: Record<string, unknown> }
+
+function entry(code: string, role: CodeRole): AttributedCode {
+  return { code, role, valid: isValidCode(code) }
+}
+
+/**
+ * Comma-separated codes read straight from the hex: the common all-ASCII
+ * case builds each code from char codes without copying bytes; anything
+ * else goes through Buffer's strict UTF-8 check.
+ */
+function readCodes(hex: string, from: number, to: number): string[] | undefined {
+  const codes: string[] = []
+  let current = ''
+  for (let i = from; i < to; i++) {
+    const byte = byteAt(hex, i)
+    if (byte >= 0x80) return readUtf8Codes(hex, from, to)
+    if (byte === 0x2c) {
+      codes.push(current)
+      current = ''
+    } else {
+      current += String.fromCharCode(byte)
+    }
+  }
+  codes.push(current)
+  return codes
+}
+
+function readUtf8Codes(hex: string, from: number, to: number): string[] | undefined {
+  const bytes = Buffer.from(hex.slice(2 + 2 * from, 2 + 2 * to), 'hex')
+  return isUtf8(bytes) ? bytes.toString('utf8').split(',') : undefined
+}
+
+/** Schemas 0 and 1: `[registry(20) ‖ chainId ‖ chainIdLength(1)]? ‖ codes ‖ codesLength(1)`, `start` being the suffix's first byte. */
+function parseCodes(hex: string, size: number, start: number, schemaId: 0 | 1): Parsed | Malformed {
+  const lengthIndex = size - MARKER_BYTES - 2
+  const codesStart = lengthIndex - byteAt(hex, lengthIndex)
+  const codes = readCodes(hex, codesStart, lengthIndex)
+  if (!codes) return malformed('codes are not valid UTF-8', schemaId)
+  const entries = codes.map((code) => entry(code, 'code'))
+  if (schemaId === 0) return { entries }
+  let chainId = 0
+  for (let i = start + 20; i < codesStart - 1; i++) chainId = chainId * 256 + byteAt(hex, i)
+  const address = detached(`0x${hex.slice(2 + 2 * start, 2 + 2 * (start + 20)).toLowerCase()}`)
+  return { entries, codeRegistry: { chainId, address: checksum(address) } }
+}
+
+type CborRegistry = { c?: unknown; a?: unknown } | undefined
+
+function cborRegistry(value: CborRegistry): CodeRegistry | undefined | Malformed {
+  if (!value || !value.c || !value.a) return undefined
+  if (typeof value.c !== 'string' || !/^0x[0-9a-fA-F]{1,12}$/.test(value.c)) return malformed('registry chain id is not a hex number', 2)
+  if (typeof value.a !== 'string' || !isAddress(value.a, { strict: false })) return malformed('registry address is not an address', 2)
+  return { chainId: Number.parseInt(value.c, 16), address: checksum(detached(value.a.toLowerCase())) }
+}
+
+/**
+ * Schema 2: a CBOR map with `a` (app code), `w` (wallet code), `s` (service
+ * codes), `r` (registries) and `m` (metadata), decoded with ox's CBOR codec.
+ */
+function parseCbor(hex: string, size: number, start: number): Parsed | Malformed {
+  const cborEnd = size - MARKER_BYTES - 3
+  let decoded: unknown
+  try {
+    // hex, not a Buffer: Buffer's toString would turn a byte-string map key into a text key that ox does not see
+    decoded = Cbor.decode(`0x${hex.slice(2 + 2 * start, 2 + 2 * cborEnd)}`)
+  } catch (error) {
+    return malformed(`invalid CBOR: ${(error as Error).message?.split('\n')[0] ?? 'unknown error'}`, 2)
+  }
+  if (!decoded || typeof decoded !== 'object' || Array.isArray(decoded)) return malformed('CBOR payload is not a map', 2)
+  const map = decoded as { a?: unknown; w?: unknown; s?: unknown; r?: { a?: CborRegistry; w?: CborRegistry }; m?: unknown }
+  const entries: AttributedCode[] = []
+  if (typeof map.a === 'string') entries.push(entry(map.a, 'app'))
+  if (typeof map.w === 'string') entries.push(entry(map.w, 'wallet'))
+  if (Array.isArray(map.s)) for (const code of map.s) if (typeof code === 'string') entries.push(entry(code, 'service'))
+  // CBOR text strings are decoded leniently: a replacement character means bad UTF-8
+  if (entries.some((e) => e.code.includes('\uFFFD'))) return malformed('codes are not valid UTF-8', 2)
+  const parsed: Parsed = { entries }
+  if (map.r && typeof map.r === 'object') {
+    const app = cborRegistry(map.r.a)
+    const wallet = cborRegistry(map.r.w)
+    if (app && 'kind' in app) return app
+    if (wallet && 'kind' in wallet) return wallet
+    if (app || wallet) parsed.registries = { ...(app && { app }), ...(wallet && { wallet }) }
+  }
+  if (map.m && typeof map.m === 'object') parsed.metadata = jsonSafe(map.m) as Record<string, unknown>
+  return parsed
+}
+
+/** CBOR metadata may hold bigints and byte strings; turn them into JSON-friendly strings. */
+function jsonSafe(value: unknown, depth = 0): unknown {
+  if (depth > 16) return null
+  if (typeof value === 'bigint') return value.toString()
+  if (value instanceof Uint8Array) return `0x${Buffer.from(value).toString('hex')}`
+  if (Array.isArray(value)) return value.map((item) => jsonSafe(item, depth + 1))
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, jsonSafe(item, depth + 1)]))
+  }
+  return value
+}
+
+
+/**
+ * Decodes the ERC-8021 suffix of hex calldata. Never throws: calldata
+ * without the marker is `none`, a suffix that cannot be read is `malformed`
+ * with the reason, anything else is `attributed`.
+ *
+ * Only the suffix is ever read. Schemas 0 and 1 are plain byte fields read
+ * straight from the hex; schema 2's CBOR goes through ox's codec. `ox/erc8021`
+ * stays the reference: the tests and the fault suite check that every
+ * suffix it builds decodes to what it encoded.
+ */
+export function decodeAttribution(input: string): DecodeResult {
+  if (!hasMarker(input)) return NONE
+  if (input.length % 2 !== 0 || input.charCodeAt(0) !== 48 || input.charCodeAt(1) !== 120) {
+    return malformed('calldata is not 0x-prefixed whole bytes')
+  }
+  const size = (input.length - 2) / 2
+  if (size < MARKER_BYTES + 1) return malformed('calldata ends before the schema id')
+  const schemaId = byteAt(input, size - MARKER_BYTES - 1)
+  if (schemaId < 0) return malformed('calldata is not hex')
+  const start = locateSuffix(input, size, schemaId)
+  if (typeof start !== 'number') return start
+  const tail = input.slice(2 + 2 * start)
+  const cached = recentSuffixes.get(tail)
+  if (cached) return cached
+  const key = detached(tail)
+  const result = decodeSuffix(input, size, start, schemaId, key)
+  // oldest first out: Map keeps insertion order
+  if (recentSuffixes.size >= RECENT_SUFFIXES) recentSuffixes.delete(recentSuffixes.keys().next().value!)
+  recentSuffixes.set(key, result)
+  return result
+}
+
+/**
+ * A copy of a (hex) string that shares no memory with the string it was
+ * cut from. V8 keeps substrings — and JSON.parse's values — as views of
+ * their source: a remembered suffix would otherwise pin the whole
+ * megabyte-sized block batch it was read from.
+ */
+function detached(hex: string): string {
+  return Buffer.from(hex, 'latin1').toString('latin1')
+}
+
+/**
+ * Decoded suffixes by their hex. An app appends the same suffix to all its
+ * transactions, so most attributed calldata repeats a suffix seen moments
+ * ago. Results are shared between callers and never mutated.
+ */
+const recentSuffixes = new Map<string, Attributed | Malformed>()
+/** Distinct suffixes remembered (about 3 MB): the suffixes of the apps active right now. */
+const RECENT_SUFFIXES = 4_096
+
+function decodeSuffix(input: string, size: number, start: number, schemaId: number, tail: string): Attributed | Malformed {
+  const hexCase = scanHex(input, 2 + 2 * start)
+  if (hexCase < 0) return malformed('calldata is not hex', schemaId)
+  const parsed = schemaId === 2 ? parseCbor(input, size, start) : parseCodes(input, size, start, schemaId as 0 | 1)
+  if ('kind' in parsed) return parsed
+  if (parsed.entries.length === 0) return malformed('suffix carries no codes', schemaId)
+  const suffix = `0x${hexCase ? tail.toLowerCase() : tail}` as Hex
+  const result: Attributed = {
+    kind: 'attributed',
+    schemaId: schemaId as SchemaId,
+    codes: [...new Set(parsed.entries.map((e) => e.code))],
+    entries: parsed.entries,
+    suffix,
+    suffixBytes: size - start,
+    suffixGas: calldataGas(suffix),
+  }
+  if (parsed.codeRegistry) result.codeRegistry = parsed.codeRegistry
+  if (parsed.registries) result.registries = parsed.registries
+  if (parsed.metadata) result.metadata = parsed.metadata
+  return result
+}

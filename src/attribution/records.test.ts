@@ -1,0 +1,150 @@
+import { Attribution } from 'ox/erc8021'
+import { concat, encodeAbiParameters, encodeEventTopics, encodeFunctionData, getAddress, pad, type Address, type Hex } from 'viem'
+import { entryPoint06Abi, entryPoint06Address, entryPoint07Abi, entryPoint07Address } from 'viem/account-abstraction'
+import { describe, expect, it } from 'vitest'
+import { attributionsOf, detectCandidate, malformedOf, needsReceipt, type RawTransaction } from './records.js'
+import { entryPointSet, extractUserOperations } from './userops.js'
+
+const entryPoints = entryPointSet([entryPoint06Address, entryPoint07Address])
+const sender = (n: number) => getAddress(pad(`0x${n.toString(16)}`, { size: 20 }))
+const beneficiary = sender(999)
+const block = { number: 7, hash: pad('0xb7', { size: 32 }), timestamp: 1_700_000_000 }
+const suffix = (codes: string[]) => Attribution.toDataSuffix({ codes })
+const executeCall = '0xb61d27f6' as Hex
+
+function packedOp(n: number, callData: Hex) {
+  return {
+    sender: sender(n),
+    nonce: BigInt(n),
+    initCode: '0x' as Hex,
+    callData,
+    accountGasLimits: pad('0x01', { size: 32 }),
+    preVerificationGas: 1n,
+    gasFees: pad('0x01', { size: 32 }),
+    paymasterAndData: '0x' as Hex,
+    signature: '0x' as Hex,
+  }
+}
+
+function v06Op(n: number, callData: Hex) {
+  return {
+    sender: sender(n),
+    nonce: BigInt(n),
+    initCode: '0x' as Hex,
+    callData,
+    callGasLimit: 1n,
+    verificationGasLimit: 1n,
+    preVerificationGas: 1n,
+    maxFeePerGas: 1n,
+    maxPriorityFeePerGas: 1n,
+    paymasterAndData: '0x' as Hex,
+    signature: '0x' as Hex,
+  }
+}
+
+function userOperationEvent(entryPoint: Address, n: number, success: boolean) {
+  const topics = encodeEventTopics({
+    abi: entryPoint07Abi,
+    eventName: 'UserOperationEvent',
+    args: { userOpHash: pad(`0x${(n + 0xaa).toString(16)}`, { size: 32 }), sender: sender(n), paymaster: sender(0) },
+  }) as Hex[]
+  const data = encodeAbiParameters(
+    [{ type: 'uint256' }, { type: 'bool' }, { type: 'uint256' }, { type: 'uint256' }],
+    [BigInt(n), success, 1000n + BigInt(n), 100n],
+  )
+  return { address: entryPoint, topics, data }
+}
+
+const tx = (input: Hex, to: Address | null): RawTransaction => ({
+  hash: pad('0x1234', { size: 32 }),
+  from: sender(500),
+  to,
+  input,
+  transactionIndex: '0x3',
+})
+
+describe('extractUserOperations', () => {
+  it('reads EntryPoint 0.7/0.8 handleOps', () => {
+    const input = encodeFunctionData({ abi: entryPoint07Abi, functionName: 'handleOps', args: [[packedOp(1, '0x'), packedOp(2, executeCall)], beneficiary] })
+    const ops = extractUserOperations(input)
+    expect(ops?.map((op) => [op.index, op.sender, op.nonce, op.callData])).toEqual([
+      [0, sender(1), 1n, '0x'],
+      [1, sender(2), 2n, executeCall],
+    ])
+  })
+
+  it('reads EntryPoint 0.6 handleOps', () => {
+    const input = encodeFunctionData({ abi: entryPoint06Abi, functionName: 'handleOps', args: [[v06Op(3, executeCall)], beneficiary] })
+    expect(extractUserOperations(input)?.[0]).toMatchObject({ index: 0, sender: sender(3), nonce: 3n })
+  })
+
+  it('reads handleAggregatedOps of both generations, numbering ops across groups', () => {
+    const aggregator = sender(77)
+    const input07 = encodeFunctionData({
+      abi: entryPoint07Abi,
+      functionName: 'handleAggregatedOps',
+      args: [[{ userOps: [packedOp(1, '0x'), packedOp(2, '0x')], aggregator, signature: '0x' }, { userOps: [packedOp(3, '0x')], aggregator, signature: '0x' }], beneficiary],
+    })
+    expect(extractUserOperations(input07)?.map((op) => [op.index, op.nonce, op.aggregator])).toEqual([
+      [0, 1n, aggregator],
+      [1, 2n, aggregator],
+      [2, 3n, aggregator],
+    ])
+    const input06 = encodeFunctionData({
+      abi: entryPoint06Abi,
+      functionName: 'handleAggregatedOps',
+      args: [[{ userOps: [v06Op(4, '0x')], aggregator, signature: '0x' }], beneficiary],
+    })
+    expect(extractUserOperations(input06)?.[0]).toMatchObject({ index: 0, nonce: 4n, aggregator })
+  })
+
+  it('returns undefined for other calldata', () => {
+    expect(extractUserOperations('0xa9059cbb')).toBeUndefined()
+    expect(extractUserOperations('0x')).toBeUndefined()
+  })
+})
+
+describe('detectCandidate and attributionsOf', () => {
+  it('ignores transactions without the marker', () => {
+    expect(detectCandidate(tx('0xa9059cbb', sender(1)), entryPoints)).toBeUndefined()
+    const plainBundle = encodeFunctionData({ abi: entryPoint07Abi, functionName: 'handleOps', args: [[packedOp(1, executeCall)], beneficiary] })
+    expect(detectCandidate(tx(plainBundle, entryPoint07Address), entryPoints)).toBeUndefined()
+  })
+
+  it('attributes a transaction by its own suffix and status', () => {
+    const candidate = detectCandidate(tx(concat(['0xa9059cbb', suffix(['app', 'wallet'])]), sender(1)), entryPoints)!
+    expect(needsReceipt(candidate)).toBe(true)
+    const records = attributionsOf(candidate, { transactionHash: candidate.tx.hash, status: '0x0', logs: [] }, block)
+    expect(records).toHaveLength(1)
+    expect(records[0]).toMatchObject({ kind: 'transaction', userOpIndex: -1, status: 'reverted', txIndex: 3, sender: sender(500) })
+    expect(records[0]!.attribution.codes).toEqual(['app', 'wallet'])
+  })
+
+  it('attributes each suffixed UserOperation of a bundle to its event', () => {
+    const input = encodeFunctionData({
+      abi: entryPoint07Abi,
+      functionName: 'handleOps',
+      args: [[packedOp(1, concat([executeCall, suffix(['a'])])), packedOp(2, executeCall), packedOp(3, concat([executeCall, suffix(['b'])]))], beneficiary],
+    })
+    const candidate = detectCandidate(tx(input, entryPoint07Address), entryPoints)!
+    const receipt = {
+      transactionHash: candidate.tx.hash,
+      status: '0x1' as Hex,
+      logs: [userOperationEvent(entryPoint07Address, 1, true), userOperationEvent(entryPoint07Address, 2, true), userOperationEvent(entryPoint07Address, 3, false)],
+    }
+    const records = attributionsOf(candidate, receipt, block)
+    expect(records.map((r) => [r.kind, r.userOpIndex, r.status, r.attribution.codes[0], r.sender, r.actualGasCost])).toEqual([
+      ['userOperation', 0, 'success', 'a', sender(1), 1001n],
+      ['userOperation', 2, 'reverted', 'b', sender(3), 1003n],
+    ])
+    expect(records[0]!.userOpHash).toBe(pad('0xab', { size: 32 }))
+  })
+
+  it('counts malformed suffixes of transactions and ops without needing a receipt', () => {
+    const broken = '0x6162ff0080218021802180218021802180218021' as Hex
+    const input = encodeFunctionData({ abi: entryPoint07Abi, functionName: 'handleOps', args: [[packedOp(1, broken)], beneficiary] })
+    const candidate = detectCandidate(tx(input, entryPoint07Address), entryPoints)!
+    expect(needsReceipt(candidate)).toBe(false)
+    expect(malformedOf(candidate, block)).toEqual([{ txHash: candidate.tx.hash, userOpIndex: 0, blockNumber: 7, reason: expect.stringMatching(/before the start/) }])
+  })
+})

@@ -1,0 +1,163 @@
+import type { Address, Hex } from 'viem'
+import { decodeAttribution, type Attributed, type Malformed } from './decode.js'
+import { hasMarker } from './marker.js'
+import {
+  extractUserOperations,
+  isBundle,
+  mayCarryAttributedOps,
+  outcomeOf,
+  userOperationOutcomes,
+  type BundledUserOperation,
+} from './userops.js'
+
+/**
+ * From raw JSON-RPC transactions to attribution records. The indexer and the
+ * validation endpoint both go through here, so a hash validated over RPC
+ * reports exactly what the index would have stored.
+ *
+ * Inputs are the raw JSON-RPC objects (hex strings): formatting every
+ * transaction of a block into bigint-rich objects costs more than finding
+ * the suffix, and almost no transaction has one.
+ */
+export type RawTransaction = {
+  hash: Hex
+  from: Address
+  to: Address | null
+  input: Hex
+  transactionIndex: Hex | null
+  blockNumber?: Hex | null
+  blockHash?: Hex | null
+}
+
+export type RawLog = { address: Address; topics: Hex[]; data: Hex }
+export type RawReceipt = { transactionHash: Hex; status: Hex; logs: RawLog[] }
+
+export type BlockContext = { number: number; hash: Hex; timestamp: number }
+
+type AttributedOp = { op: BundledUserOperation; result: Attributed }
+type MalformedOp = { op: BundledUserOperation; result: Malformed }
+
+/** A transaction whose calldata (or one of whose UserOperations) carries the marker. */
+export type Candidate = {
+  tx: RawTransaction
+  own: Attributed | Malformed | undefined
+  entryPoint: Address | undefined
+  attributedOps: AttributedOp[]
+  malformedOps: MalformedOp[]
+}
+
+export type AttributionRecord = {
+  kind: 'transaction' | 'userOperation'
+  txHash: Hex
+  txIndex: number
+  blockNumber: number
+  blockHash: Hex
+  blockTimestamp: number
+  /** -1 for the transaction itself, else the op's position in the bundle. */
+  userOpIndex: number
+  userOpHash: Hex | undefined
+  sender: Address
+  target: Address | null
+  status: 'success' | 'reverted'
+  actualGasCost: bigint | undefined
+  attribution: Attributed
+}
+
+export type MalformedRecord = { txHash: Hex; userOpIndex: number; blockNumber: number; reason: string }
+
+/**
+ * Looks at one transaction and returns a Candidate when it needs a closer
+ * look, or undefined for the common case of nothing to attribute.
+ */
+export function detectCandidate(tx: RawTransaction, entryPoints: ReadonlySet<string>): Candidate | undefined {
+  const input = tx.input
+  const ownMarker = hasMarker(input)
+  const bundle = isBundle(tx.to, entryPoints) && mayCarryAttributedOps(input)
+  if (!ownMarker && !bundle) return undefined
+
+  const candidate: Candidate = { tx, own: undefined, entryPoint: undefined, attributedOps: [], malformedOps: [] }
+  if (ownMarker) {
+    const own = decodeAttribution(input)
+    if (own.kind !== 'none') candidate.own = own
+  }
+  if (bundle) {
+    candidate.entryPoint = tx.to!
+    for (const op of extractUserOperations(input) ?? []) {
+      const result = decodeAttribution(op.callData)
+      if (result.kind === 'attributed') candidate.attributedOps.push({ op, result })
+      else if (result.kind === 'malformed') candidate.malformedOps.push({ op, result })
+    }
+  }
+  const interesting = candidate.own !== undefined || candidate.attributedOps.length > 0 || candidate.malformedOps.length > 0
+  return interesting ? candidate : undefined
+}
+
+/** Whether the receipt must be fetched: only for something that will be counted. */
+export function needsReceipt(candidate: Candidate): boolean {
+  return candidate.own?.kind === 'attributed' || candidate.attributedOps.length > 0
+}
+
+function txIndexOf(tx: RawTransaction): number {
+  return tx.transactionIndex ? Number.parseInt(tx.transactionIndex, 16) : 0
+}
+
+/** Malformed suffixes of a candidate: counted, never attributed. */
+export function malformedOf(candidate: Candidate, block: BlockContext): MalformedRecord[] {
+  const records: MalformedRecord[] = []
+  if (candidate.own?.kind === 'malformed') {
+    records.push({ txHash: candidate.tx.hash, userOpIndex: -1, blockNumber: block.number, reason: candidate.own.reason })
+  }
+  for (const { op, result } of candidate.malformedOps) {
+    records.push({ txHash: candidate.tx.hash, userOpIndex: op.index, blockNumber: block.number, reason: result.reason })
+  }
+  return records
+}
+
+/**
+ * Attribution records of a candidate once its receipt is known: one for the
+ * transaction's own suffix and one per attributed UserOperation. A
+ * UserOperation without its UserOperationEvent (the bundle reverted) did not
+ * execute and is recorded as reverted.
+ */
+export function attributionsOf(candidate: Candidate, receipt: RawReceipt, block: BlockContext): AttributionRecord[] {
+  const { tx } = candidate
+  const base = {
+    txHash: tx.hash,
+    txIndex: txIndexOf(tx),
+    blockNumber: block.number,
+    blockHash: block.hash,
+    blockTimestamp: block.timestamp,
+  }
+  const records: AttributionRecord[] = []
+  if (candidate.own?.kind === 'attributed') {
+    records.push({
+      ...base,
+      kind: 'transaction',
+      userOpIndex: -1,
+      userOpHash: undefined,
+      sender: tx.from,
+      target: tx.to,
+      status: receipt.status === '0x1' ? 'success' : 'reverted',
+      actualGasCost: undefined,
+      attribution: candidate.own,
+    })
+  }
+  if (candidate.attributedOps.length > 0) {
+    const outcomes = userOperationOutcomes(receipt.logs, candidate.entryPoint!)
+    for (const { op, result } of candidate.attributedOps) {
+      const outcome = outcomeOf(outcomes, op)
+      records.push({
+        ...base,
+        kind: 'userOperation',
+        userOpIndex: op.index,
+        userOpHash: outcome?.userOpHash,
+        sender: op.sender,
+        target: candidate.entryPoint ?? null,
+        status: outcome?.success ? 'success' : 'reverted',
+        actualGasCost: outcome?.actualGasCost,
+        attribution: result,
+      })
+    }
+  }
+  return records
+}

@@ -1,0 +1,115 @@
+import { parseArgs } from 'node:util'
+import { decodeAttribution } from '../attribution/decode.js'
+import { ConfigError, loadConfig, type Config } from '../config/env.js'
+import { migrateDatabase } from '../db/migrate.js'
+import { createLogger } from '../logger.js'
+import { runRoles, type Role } from './roles.js'
+import { runAdminCommand } from './admin.js'
+import { runValidateCommand } from '../validation/cli.js'
+
+const usage = `Usage: attribution <command> [options]
+
+Commands:
+  start                 run everything in one process: migrations, follower, workers and API
+  api                   run the HTTP API only
+  follower              run the chain follower only
+  worker                run pipeline workers only
+  migrate               create the database if needed and apply migrations
+  decode <calldata>     print the ERC-8021 attribution of hex calldata as JSON
+  validate <hash> [--type transaction|userOperation] [--chain <id>]
+                        validate a hash's attribution (index, else RPC) as JSON; exit 1 when not attributed or not found
+  admin <subcommand>    notification projects, app URLs and API keys, as JSON (admin --help)
+`
+
+function fail(message: string, exitCode = 1): never {
+  process.stderr.write(`${message}\n`)
+  process.exit(exitCode)
+}
+
+function readConfig(): Config {
+  try {
+    return loadConfig()
+  } catch (error) {
+    if (error instanceof ConfigError) fail(error.message, 78)
+    throw error
+  }
+}
+
+const rolesByCommand: Record<string, Role[]> = {
+  start: ['api', 'follower', 'worker'],
+  api: ['api'],
+  follower: ['follower'],
+  worker: ['worker'],
+}
+
+async function runDaemon(command: string) {
+  const config = readConfig()
+  const logger = createLogger({ level: config.LOG_LEVEL, name: `attribution:${command}` })
+  const running = await runRoles(config, new Set(rolesByCommand[command]), logger)
+  let stopping = false
+  const shutdown = (signal: string) => {
+    if (stopping) return
+    stopping = true
+    logger.info({ signal }, 'shutting down')
+    const forced = setTimeout(() => {
+      logger.error('shutdown took longer than 20 s, exiting')
+      process.exit(1)
+    }, 20_000)
+    forced.unref()
+    running.stop().then(
+      () => process.exit(0),
+      (error) => {
+        logger.error({ err: error }, 'shutdown failed')
+        process.exit(1)
+      },
+    )
+  }
+  process.on('SIGTERM', () => shutdown('SIGTERM'))
+  process.on('SIGINT', () => shutdown('SIGINT'))
+}
+
+async function main(argv: string[]) {
+  const { positionals } = parseArgs({ args: argv, allowPositionals: true, strict: false })
+  const [command, ...rest] = positionals
+  switch (command) {
+    case 'start':
+    case 'api':
+    case 'follower':
+    case 'worker':
+      return runDaemon(command)
+    case 'migrate': {
+      const config = readConfig()
+      await migrateDatabase(config.DATABASE_URL)
+      process.stdout.write(`${JSON.stringify({ migrated: true })}\n`)
+      return
+    }
+    case 'decode': {
+      const calldata = rest[0]
+      if (!calldata) fail(`decode needs a calldata argument\n\n${usage}`, 64)
+      if (!/^0x([0-9a-fA-F]{2})*$/.test(calldata)) fail('calldata must be 0x-prefixed hex of whole bytes', 64)
+      const result = decodeAttribution(calldata)
+      process.stdout.write(`${JSON.stringify(result, null, 2)}\n`)
+      process.exitCode = result.kind === 'attributed' ? 0 : 1
+      return
+    }
+    case 'validate':
+      // raw arguments: --type and --chain take values
+      process.exitCode = await runValidateCommand(readConfig(), argv.slice(argv.indexOf('validate') + 1))
+      return
+    case 'admin':
+      // raw arguments: the subcommand parses its own options (--name, --whitelisted …)
+      return runAdminCommand(argv.slice(argv.indexOf('admin') + 1))
+    case undefined:
+    case 'help':
+    case '--help':
+      process.stdout.write(usage)
+      return
+    default:
+      fail(`Unknown command: ${command}\n\n${usage}`, 64)
+  }
+}
+
+main(process.argv.slice(2)).catch((error) => {
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`)
+  process.exit(1)
+})

@@ -1,0 +1,136 @@
+import type { Worker } from 'bullmq'
+import type { Registry as MetricsRegistry } from 'prom-client'
+import { entryPointSet } from '../attribution/userops.js'
+import type { ChainConfig } from '../config/chains.js'
+import type { Config } from '../config/env.js'
+import type { Database } from '../db/client.js'
+import { createFollower, type Follower } from '../follower/follower.js'
+import type { Logger } from '../logger.js'
+import { createIndexerMetrics, type IndexerMetrics } from '../metrics/indexer.js'
+import { createRangeQueue, type RangeQueue } from '../pipeline/queue.js'
+import { createCodeResolver } from '../pipeline/resolve.js'
+import { createRangeWorker, type WorkerChain } from '../pipeline/worker.js'
+import { createRedis, type Redis } from '../redis/client.js'
+import { createRegistry } from '../registry/register.js'
+import { createRpc, type Rpc } from '../rpc/client.js'
+
+export type ResolvedChain = Omit<ChainConfig, 'chainId'> & { chainId: number }
+
+/** Fills in chain ids read from the nodes and refuses a node that serves another chain than configured. */
+export async function resolveChains(chains: readonly ChainConfig[], rpcFor: (chain: ChainConfig) => Rpc): Promise<ResolvedChain[]> {
+  return Promise.all(
+    chains.map(async (chain) => {
+      const nodeChainId = await rpcFor(chain).chainId()
+      if (chain.chainId !== undefined && chain.chainId !== nodeChainId) {
+        throw new Error(`RPC ${chain.rpcUrl} serves chain ${nodeChainId}, but chain ${chain.chainId} is configured for it`)
+      }
+      return { ...chain, chainId: nodeChainId }
+    }),
+  )
+}
+
+export type IndexerRoles = { follower: boolean; worker: boolean }
+
+export type StartIndexerOptions = {
+  config: Config
+  chains: readonly ChainConfig[]
+  db: Database
+  roles: IndexerRoles
+  logger: Logger
+  metricsRegistry: MetricsRegistry
+}
+
+export type RunningIndexer = {
+  chains: ResolvedChain[]
+  queue: RangeQueue
+  metrics: IndexerMetrics
+  stop(): Promise<void>
+}
+
+/**
+ * Starts the follower of every configured chain and/or the range workers in
+ * this process, over one Redis queue and one Postgres database.
+ */
+export async function startIndexer(options: StartIndexerOptions): Promise<RunningIndexer> {
+  const { config, db, roles, logger } = options
+  const metrics = createIndexerMetrics(options.metricsRegistry)
+  const rpcs = new Map<string, Rpc>()
+  const rpcFor = (chain: Pick<ChainConfig, 'rpcUrl'>) => {
+    let rpc = rpcs.get(chain.rpcUrl)
+    if (!rpc) {
+      rpc = createRpc({
+        url: chain.rpcUrl,
+        timeoutMs: config.RPC_TIMEOUT_MS,
+        batchSize: config.RPC_BATCH_SIZE,
+        onResponse: (status) => {
+          if (status >= 300) metrics.rpcResponse(status)
+        },
+      })
+      rpcs.set(chain.rpcUrl, rpc)
+    }
+    return rpc
+  }
+  const chains = await resolveChains(options.chains, rpcFor)
+  for (const chain of chains) {
+    logger.info({ chain_id: chain.chainId, rpc: chain.rpcUrl, start_block: chain.startBlock, confirmations: chain.confirmations, entry_points: chain.entryPoints }, 'indexing chain')
+  }
+
+  const connections: Redis[] = []
+  const queueConnection = createRedis(config.REDIS_URL, 'queue')
+  connections.push(queueConnection)
+  const queue = createRangeQueue(queueConnection, config.QUEUE_PREFIX)
+  // Redis outages surface as failed calls in the follower's loop; the emitter must not crash the process
+  queue.on('error', (error) => logger.debug({ err: error.message }, 'range queue connection error'))
+
+  const followers: Follower[] = []
+  if (roles.follower) {
+    for (const chain of chains) {
+      const follower = createFollower({
+        chain,
+        rpc: rpcFor(chain),
+        db,
+        databaseUrl: config.DATABASE_URL,
+        queue,
+        rangeSize: config.RANGE_SIZE,
+        maxPendingRanges: config.MAX_PENDING_RANGES,
+        logger,
+        metrics,
+      })
+      follower.start()
+      followers.push(follower)
+    }
+  }
+
+  let worker: Worker | undefined
+  if (roles.worker) {
+    const workerChains = new Map<number, WorkerChain>(
+      chains.map((chain) => [chain.chainId, { chainId: chain.chainId, rpc: rpcFor(chain), entryPoints: entryPointSet(chain.entryPoints) }]),
+    )
+    const workerConnection = createRedis(config.REDIS_URL, 'queue')
+    connections.push(workerConnection)
+    worker = createRangeWorker({
+      db,
+      connection: workerConnection,
+      prefix: config.QUEUE_PREFIX,
+      concurrency: config.WORKER_CONCURRENCY,
+      lockMs: config.JOB_LOCK_MS,
+      chains: workerChains,
+      resolver: createCodeResolver({ registry: createRegistry({ db }) }),
+      logger,
+      metrics,
+    })
+  }
+
+  return {
+    chains,
+    queue,
+    metrics,
+    async stop() {
+      await Promise.all(followers.map((follower) => follower.stop()))
+      // lets the active ranges finish (or be picked up again by another worker after their lock expires)
+      await worker?.close()
+      await queue.close()
+      for (const connection of connections) connection.disconnect()
+    },
+  }
+}

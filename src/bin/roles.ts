@@ -1,0 +1,110 @@
+import type { Config } from '../config/env.js'
+import { closeDatabase, createDatabase, type Database } from '../db/client.js'
+import { migrateDatabase } from '../db/migrate.js'
+import { createServer, type Server } from '../http/server.js'
+import type { Logger } from '../logger.js'
+import { createRedis, type Redis } from '../redis/client.js'
+import { startNotificationWorker } from '../notifications/delivery-worker.js'
+import { Registry as MetricsRegistry, collectDefaultMetrics } from 'prom-client'
+import { registerStateMetrics } from '../metrics/state.js'
+import { startIndexer, type RunningIndexer } from './indexer.js'
+import { startDevnet } from '../devnet/index.js'
+import { startDevnetAudit } from '../devnet/audit.js'
+import { createRegistry } from '../registry/register.js'
+
+export type Role = 'api' | 'follower' | 'worker'
+
+export type Running = {
+  /** The HTTP server when the api role runs. */
+  server: Server | undefined
+  /** Address the API listens on, e.g. http://127.0.0.1:3000. */
+  url: string | undefined
+  stop(): Promise<void>
+}
+
+type Closer = { name: string; close: () => Promise<unknown> }
+
+/**
+ * No RPC configured: a local anvil chain with generated traffic, so a
+ * newcomer sees the whole pipeline work. Its traffic wallets are registered
+ * so their builder codes resolve, and an audit logs ground truth vs index.
+ */
+async function startLocalDevnet(config: Config, db: Database, logger: Logger) {
+  const devnet = await startDevnet({ logger: logger.child({ component: 'devnet' }), port: config.DEVNET_PORT })
+  const registry = createRegistry({ db })
+  for (const wallet of devnet.trafficWallets) await registry.register(wallet)
+  const audit = startDevnetAudit({ db, chainId: devnet.chain.chainId!, truth: devnet.truth, logger })
+  return {
+    chain: devnet.chain,
+    async stop() {
+      audit.stop()
+      await devnet.stop()
+    },
+  }
+}
+
+/**
+ * Starts the requested roles in this process. `start` runs all of them; the
+ * same binary runs each alone so operators can scale workers across machines
+ * that share Redis and Postgres.
+ */
+export async function runRoles(config: Config, roles: ReadonlySet<Role>, logger: Logger): Promise<Running> {
+  await migrateDatabase(config.DATABASE_URL)
+  logger.info('database migrated')
+
+  const closers: Closer[] = []
+  const db: Database = createDatabase({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE })
+  closers.push({ name: 'postgres', close: () => closeDatabase(db) })
+  const redis: Redis = createRedis(config.REDIS_URL, 'request')
+  closers.push({ name: 'redis', close: () => redis.quit().catch(() => redis.disconnect()) })
+  // notification delivery (the api role's server creates its own delivery queue); closes before Postgres
+  if (roles.has('worker')) closers.unshift(startNotificationWorker({ config, db, logger }))
+
+  const metricsRegistry = new MetricsRegistry()
+  collectDefaultMetrics({ register: metricsRegistry })
+
+  let indexer: RunningIndexer | undefined
+  const indexing = roles.has('follower') || roles.has('worker')
+  let chains = config.chains
+  if (indexing && chains.length === 0 && config.DEVNET && roles.has('follower')) {
+    const devnet = await startLocalDevnet(config, db, logger)
+    chains = [devnet.chain]
+    closers.push({ name: 'devnet', close: () => devnet.stop() })
+  }
+  if (indexing && chains.length === 0) {
+    logger.warn('no chain configured (set RPC_URL or CHAINS): follower and workers stay idle')
+  } else if (indexing) {
+    indexer = await startIndexer({
+      config,
+      chains,
+      db,
+      roles: { follower: roles.has('follower'), worker: roles.has('worker') },
+      logger,
+      metricsRegistry,
+    })
+    closers.unshift({ name: 'indexer', close: () => indexer!.stop() })
+  }
+  registerStateMetrics(metricsRegistry, { db, queue: indexer?.queue })
+
+  let server: Server | undefined
+  let url: string | undefined
+  if (roles.has('api')) {
+    // chains resolved by the indexer (ids read from the nodes) spare validation an eth_chainId on first use
+    server = await createServer({ config, db, redis, logger, metricsRegistry, chains: indexer?.chains ?? chains })
+    url = await server.listen({ host: config.HOST, port: config.PORT })
+    // the server closes first so in-flight requests finish while their dependencies are still open
+    closers.unshift({ name: 'http', close: () => server!.close() })
+    logger.info({ url, docs: `${url}/docs` }, 'API listening')
+  }
+
+  async function stop() {
+    for (const closer of closers) {
+      try {
+        await closer.close()
+      } catch (error) {
+        logger.warn({ err: error, component: closer.name }, 'error while closing')
+      }
+    }
+  }
+  return { server, url, stop }
+}

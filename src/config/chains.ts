@@ -1,0 +1,69 @@
+import { entryPoint06Address, entryPoint07Address, entryPoint08Address } from 'viem/account-abstraction'
+import { getAddress, isAddress, type Address } from 'viem'
+import { z } from 'zod'
+import type { Env } from './env.js'
+import { ConfigError } from './errors.js'
+
+/** EntryPoint 0.6, 0.7 and 0.8: the versions whose bundles the indexer decodes. */
+export const defaultEntryPoints: readonly Address[] = [entryPoint06Address, entryPoint07Address, entryPoint08Address]
+
+export type ChainConfig = {
+  /** Undefined until read from the node (`eth_chainId`) when not configured. */
+  chainId: number | undefined
+  rpcUrl: string
+  wsUrl: string | undefined
+  startBlock: number
+  confirmations: number
+  pollIntervalMs: number
+  entryPoints: Address[]
+}
+
+const address = z.string().refine(isAddress, { error: 'must be a 0x-prefixed 20-byte address' }).transform((a) => getAddress(a))
+
+const chainEntrySchema = z.object({
+  chainId: z.number().int().positive().optional(),
+  rpcUrl: z.string().url(),
+  wsUrl: z.string().url().optional(),
+  startBlock: z.number().int().min(0).optional(),
+  confirmations: z.number().int().min(0).optional(),
+  pollIntervalMs: z.number().int().positive().optional(),
+  entryPoints: z.array(address).optional(),
+})
+
+const chainsSchema = z.array(chainEntrySchema).min(1, 'must list at least one chain')
+
+function parseChainsValue(raw: string, readFile: (path: string) => string): unknown {
+  const text = raw.trim().startsWith('[') ? raw : readFile(raw)
+  try {
+    return JSON.parse(text)
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration: CHAINS: not valid JSON (${(error as Error).message})`)
+  }
+}
+
+/**
+ * Chains from `CHAINS` (a JSON array, or the path of a file holding one) or,
+ * when it is absent, the single chain of `RPC_URL`/`CHAIN_ID`/`START_BLOCK`/
+ * `CONFIRMATIONS`. No RPC at all means no configured chain (the devnet fills in).
+ */
+export function chainsFromEnv(env: Env, readFile: (path: string) => string): ChainConfig[] {
+  const defaults = {
+    startBlock: env.START_BLOCK,
+    confirmations: env.CONFIRMATIONS,
+    pollIntervalMs: env.POLL_INTERVAL_MS,
+    entryPoints: [...defaultEntryPoints],
+  }
+  if (env.CHAINS) {
+    const parsed = chainsSchema.safeParse(parseChainsValue(env.CHAINS, readFile))
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!
+      throw new ConfigError(`Invalid configuration: CHAINS[${issue.path.join('.')}]: ${issue.message}`)
+    }
+    const chains = parsed.data.map((entry) => ({ ...defaults, wsUrl: undefined, chainId: undefined, ...entry }))
+    const ids = chains.map((c) => c.chainId).filter((id) => id !== undefined)
+    if (new Set(ids).size !== ids.length) throw new ConfigError('Invalid configuration: CHAINS: a chainId appears twice')
+    return chains
+  }
+  if (!env.RPC_URL) return []
+  return [{ ...defaults, chainId: env.CHAIN_ID, rpcUrl: env.RPC_URL, wsUrl: env.WS_URL }]
+}

@@ -1,0 +1,113 @@
+import { readFileSync } from 'node:fs'
+import { z } from 'zod'
+import { chainsFromEnv, type ChainConfig } from './chains.js'
+
+import { ConfigError } from './errors.js'
+
+export { ConfigError }
+
+const port = z.coerce
+  .number({ error: 'must be a number' })
+  .int('must be an integer')
+  .min(0, 'must be between 0 and 65535')
+  .max(65535, 'must be between 0 and 65535')
+
+const positiveInt = z.coerce.number({ error: 'must be a number' }).int('must be an integer').positive('must be > 0')
+
+const booleanFlag = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'must be true or false' })
+  .transform((value) => value === 'true' || value === '1' || value === 'yes')
+
+function urlWithProtocols(protocols: string[]) {
+  return z.string().refine(
+    (value) => {
+      try {
+        return protocols.includes(new URL(value).protocol)
+      } catch {
+        return false
+      }
+    },
+    { error: `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}` },
+  )
+}
+
+/**
+ * Every setting the process reads from the environment. Defaults are chosen so
+ * that a machine with PostgreSQL and Redis on their standard local ports runs
+ * the service with no configuration at all.
+ */
+const envSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  DATABASE_URL: urlWithProtocols(['postgres:', 'postgresql:']).default(
+    'postgres://postgres@127.0.0.1:5432/attribution',
+  ),
+  DATABASE_POOL_SIZE: positiveInt.default(10),
+  REDIS_URL: urlWithProtocols(['redis:', 'rediss:']).default('redis://127.0.0.1:6379'),
+  /** BullMQ key prefix; wrap in braces (`{attr}`) on Redis Cluster. */
+  QUEUE_PREFIX: z.string().min(1, 'must not be empty').default('attr'),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: port.default(3000),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Largest accepted request body, in bytes. */
+  BODY_LIMIT: positiveInt.default(1_048_576),
+  ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  PLATFORM_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** Secret that signs pagination cursors so a tampered cursor is detected. */
+  CURSOR_SECRET: z.string().min(16, 'must be at least 16 characters').default('attribution-cursor-secret-change-me'),
+  /** Fastify trustProxy: unset = client IP from the socket; else true, a hop count or a list of proxy IPs/CIDRs. */
+  TRUST_PROXY: z.string().optional(),
+  RATE_LIMIT_MAX: positiveInt.default(20),
+  RATE_LIMIT_WINDOW_MS: positiveInt.default(60_000),
+
+  // --- indexer ---
+  RPC_URL: urlWithProtocols(['http:', 'https:', 'ws:', 'wss:']).optional(),
+  WS_URL: urlWithProtocols(['ws:', 'wss:']).optional(),
+  CHAIN_ID: positiveInt.optional(),
+  START_BLOCK: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must be >= 0').default(0),
+  CONFIRMATIONS: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must be >= 0').default(12),
+  POLL_INTERVAL_MS: positiveInt.default(1_000),
+  CHAINS: z.string().optional(),
+  /** Blocks per backfill range job. */
+  RANGE_SIZE: positiveInt.default(50),
+  /** The follower stops enqueueing while this many ranges wait to be indexed. */
+  MAX_PENDING_RANGES: positiveInt.default(200),
+  WORKER_CONCURRENCY: positiveInt.default(4),
+  /** BullMQ job lock: a killed worker's range is retried after this long (also the stalled-job check interval). */
+  JOB_LOCK_MS: positiveInt.default(30_000),
+  RPC_BATCH_SIZE: positiveInt.default(50),
+  RPC_TIMEOUT_MS: positiveInt.default(10_000),
+  /** How far back (in blocks) a UserOperation hash is searched over RPC. */
+  VALIDATE_LOG_WINDOW: positiveInt.default(50_000),
+  /** How long a validation answered from the index is reused for the same hash (0 disables). */
+  VALIDATE_CACHE_MS: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must be >= 0').default(2_000),
+  /** Start a local anvil devnet with generated traffic when no RPC_URL is set. */
+  DEVNET: booleanFlag.default(true),
+  DEVNET_PORT: port.default(8545),
+  METRICS_PORT: port.optional(),
+})
+
+export type Env = z.infer<typeof envSchema>
+export type Config = Env & { chains: ChainConfig[] }
+
+/** Formats the first problem of each variable as `NAME: reason`. */
+function describeIssues(issues: z.core.$ZodIssue[]): string {
+  const lines = new Map<string, string>()
+  for (const issue of issues) {
+    const name = String(issue.path[0] ?? 'environment')
+    if (!lines.has(name)) lines.set(name, `${name}: ${issue.message}`)
+  }
+  return [...lines.values()].join('; ')
+}
+
+/**
+ * Parses the environment into a configuration, or throws a ConfigError whose
+ * message names every bad variable and why.
+ */
+export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
+  const cleaned = Object.fromEntries(Object.entries(source).filter(([, value]) => value !== undefined && value !== ''))
+  const parsed = envSchema.safeParse(cleaned)
+  if (!parsed.success) throw new ConfigError(`Invalid configuration: ${describeIssues(parsed.error.issues)}`)
+  const env = parsed.data
+  const chains = chainsFromEnv(env, (path) => readFileSync(path, 'utf8'))
+  return { ...env, chains }
+}

@@ -1,0 +1,45 @@
+import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js'
+import postgres from 'postgres'
+import * as schema from './schema/index.js'
+
+export type Database = PostgresJsDatabase<typeof schema> & { $client: postgres.Sql }
+export type Sql = postgres.Sql
+
+export type DatabaseOptions = {
+  url: string
+  poolSize?: number
+  /** Seconds to wait for a connection before a query fails, so an outage surfaces as an error, not a hang. */
+  connectTimeoutSeconds?: number
+}
+
+export function createDatabase(options: DatabaseOptions): Database {
+  const client = postgres(options.url, {
+    max: options.poolSize ?? 10,
+    connect_timeout: options.connectTimeoutSeconds ?? 5,
+    // reconnect attempts at most a second apart: while Postgres is down a waiting query fails within about
+    // that (and the API answers 503) instead of queuing behind the default backoff, which grows to 20 s
+    backoff: (attempt: number) => Math.min(0.1 * 2 ** attempt, 1),
+    idle_timeout: 60,
+    onnotice: () => {},
+  })
+  return drizzle(client, { schema }) as Database
+}
+
+export async function closeDatabase(db: Database): Promise<void> {
+  await db.$client.end({ timeout: 5 })
+}
+
+/** True when the database answers a trivial query within the timeout. */
+export async function pingDatabase(db: Database, timeoutMs = 2_000): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs)
+  })
+  try {
+    return await Promise.race([db.$client`select 1`.then(() => true as const), timeout])
+  } catch {
+    return false
+  } finally {
+    clearTimeout(timer)
+  }
+}

@@ -1,0 +1,3 @@
+export * from './registry.js'
+export * from './indexer.js'
+export * from './notifications.js'

@@ -1,0 +1,144 @@
+import { sql } from 'drizzle-orm'
+import {
+  bigint,
+  date,
+  index,
+  integer,
+  pgTable,
+  primaryKey,
+  smallint,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core'
+
+/** What the follower last saw of each chain. */
+export const chainState = pgTable('chain_state', {
+  chainId: integer('chain_id').primaryKey(),
+  headBlock: bigint('head_block', { mode: 'number' }).notNull(),
+  headHash: text('head_hash').notNull(),
+  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+})
+
+/**
+ * Block ranges the follower has cut, with the hashes that pin them to one
+ * branch: the parent of the first block and the last block. A range moves
+ * from `pending` to `done` in the same transaction that writes what it
+ * counted, which makes this table the indexing checkpoint.
+ */
+export const ranges = pgTable(
+  'ranges',
+  {
+    chainId: integer('chain_id').notNull(),
+    fromBlock: bigint('from_block', { mode: 'number' }).notNull(),
+    toBlock: bigint('to_block', { mode: 'number' }).notNull(),
+    parentHash: text('parent_hash').notNull(),
+    toHash: text('to_hash').notNull(),
+    status: text('status', { enum: ['pending', 'done'] }).notNull().default('pending'),
+    txCount: integer('tx_count'),
+    attributionCount: integer('attribution_count'),
+    /** Set by a worker whose node served blocks off this range's branch: the follower re-checks it. */
+    mismatchAt: timestamp('mismatch_at', { withTimezone: true }),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    doneAt: timestamp('done_at', { withTimezone: true }),
+  },
+  (t) => [
+    primaryKey({ columns: [t.chainId, t.fromBlock] }),
+    index('ranges_pending_idx').on(t.chainId, t.fromBlock).where(sql`${t.status} = 'pending'`),
+  ],
+)
+
+/** The recent canonical chain as indexed: written with each range, pruned behind the confirmation window. */
+export const blocks = pgTable(
+  'blocks',
+  {
+    chainId: integer('chain_id').notNull(),
+    number: bigint('number', { mode: 'number' }).notNull(),
+    hash: text('hash').notNull(),
+    parentHash: text('parent_hash').notNull(),
+    timestamp: timestamp('timestamp', { withTimezone: true }).notNull(),
+    txCount: integer('tx_count').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.chainId, t.number] })],
+)
+
+/**
+ * One row per (transaction or UserOperation, code). The unique key makes a
+ * repeated write a no-op, and totals only move by the rows actually inserted.
+ */
+export const attributions = pgTable(
+  'attributions',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    chainId: integer('chain_id').notNull(),
+    blockNumber: bigint('block_number', { mode: 'number' }).notNull(),
+    blockHash: text('block_hash').notNull(),
+    blockTimestamp: timestamp('block_timestamp', { withTimezone: true }).notNull(),
+    txHash: text('tx_hash').notNull(),
+    txIndex: integer('tx_index').notNull(),
+    kind: text('kind', { enum: ['transaction', 'userOperation'] }).notNull(),
+    /** Position of the UserOperation in its bundle, or -1 for the transaction itself. */
+    userOpIndex: integer('user_op_index').notNull(),
+    userOpHash: text('user_op_hash'),
+    sender: text('sender').notNull(),
+    target: text('target'),
+    code: text('code').notNull(),
+    codeStatus: text('code_status', { enum: ['registered', 'unregistered', 'invalid', 'custom'] }).notNull(),
+    codeWallet: text('code_wallet'),
+    codes: text('codes').array().notNull(),
+    schemaId: smallint('schema_id').notNull(),
+    registryChainId: bigint('registry_chain_id', { mode: 'number' }),
+    registryAddress: text('registry_address'),
+    suffix: text('suffix').notNull(),
+    suffixBytes: integer('suffix_bytes').notNull(),
+    suffixGas: integer('suffix_gas').notNull(),
+    status: text('status', { enum: ['success', 'reverted'] }).notNull(),
+    /** UserOperationEvent.actualGasCost (wei) for UserOperations. */
+    actualGasCost: text('actual_gas_cost'),
+  },
+  (t) => [
+    uniqueIndex('attributions_unique_idx').on(t.chainId, t.txHash, t.userOpIndex, t.code),
+    index('attributions_block_idx').on(t.chainId, t.blockNumber),
+    index('attributions_tx_hash_idx').on(t.txHash),
+    index('attributions_user_op_hash_idx').on(t.userOpHash).where(sql`${t.userOpHash} is not null`),
+  ],
+)
+
+const totalsColumns = {
+  code: text('code').notNull(),
+  chainId: integer('chain_id').notNull(),
+  kind: text('kind', { enum: ['transaction', 'userOperation'] }).notNull(),
+  successCount: bigint('success_count', { mode: 'number' }).notNull().default(0),
+  revertedCount: bigint('reverted_count', { mode: 'number' }).notNull().default(0),
+  suffixGas: bigint('suffix_gas', { mode: 'number' }).notNull().default(0),
+}
+
+/** Per code × chain × day × kind totals: analytics read these, never the attribution rows. */
+export const codeDailyTotals = pgTable(
+  'code_daily_totals',
+  { ...totalsColumns, day: date('day', { mode: 'string' }).notNull() },
+  (t) => [primaryKey({ columns: [t.code, t.chainId, t.day, t.kind] }), index('code_daily_totals_day_idx').on(t.day)],
+)
+
+/** The same totals by hour, so rolling windows (leaderboard 24h) are exact to the hour. */
+export const codeHourlyTotals = pgTable(
+  'code_hourly_totals',
+  { ...totalsColumns, hour: timestamp('hour', { withTimezone: true }).notNull() },
+  (t) => [primaryKey({ columns: [t.code, t.chainId, t.hour, t.kind] }), index('code_hourly_totals_hour_idx').on(t.hour)],
+)
+
+/** Suffixes that carried the marker but could not be decoded: counted, never fatal. */
+export const malformedSuffixes = pgTable(
+  'malformed_suffixes',
+  {
+    chainId: integer('chain_id').notNull(),
+    blockNumber: bigint('block_number', { mode: 'number' }).notNull(),
+    txHash: text('tx_hash').notNull(),
+    userOpIndex: integer('user_op_index').notNull(),
+    reason: text('reason').notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.chainId, t.txHash, t.userOpIndex] }),
+    index('malformed_suffixes_block_idx').on(t.chainId, t.blockNumber),
+  ],
+)

@@ -1,0 +1,130 @@
+import type { Hex } from 'viem'
+import type postgres from 'postgres'
+import type { RangeJob } from '../pipeline/queue.js'
+
+/**
+ * The `ranges` table: the follower's plan of what to index and the
+ * checkpoint of what has been indexed. Functions take any postgres.js
+ * handle (pool, reserved connection or transaction).
+ */
+type Sql = postgres.Sql | postgres.TransactionSql | postgres.ReservedSql
+
+export type StoredRange = RangeJob & { status: 'pending' | 'done'; mismatch: boolean }
+
+type RangeRow = {
+  from_block: string
+  to_block: string
+  parent_hash: Hex
+  to_hash: Hex
+  status: 'pending' | 'done'
+  mismatch_at: Date | null
+}
+
+function toRange(chainId: number, row: RangeRow): StoredRange {
+  return {
+    chainId,
+    fromBlock: Number(row.from_block),
+    toBlock: Number(row.to_block),
+    parentHash: row.parent_hash,
+    toHash: row.to_hash,
+    status: row.status,
+    mismatch: row.mismatch_at !== null,
+  }
+}
+
+/** The newest range: the tip of the branch the follower has planned. */
+export async function lastRange(sql: Sql, chainId: number): Promise<StoredRange | undefined> {
+  const [row] = await sql<RangeRow[]>`
+    select from_block, to_block, parent_hash, to_hash, status, mismatch_at
+    from ranges where chain_id = ${chainId} order by from_block desc limit 1`
+  return row ? toRange(chainId, row) : undefined
+}
+
+/** Ranges ending at or below `toBlock`, newest first: the reorg walk steps through these. */
+export async function rangesBelow(sql: Sql, chainId: number, toBlock: number, limit: number): Promise<StoredRange[]> {
+  const rows = await sql<RangeRow[]>`
+    select from_block, to_block, parent_hash, to_hash, status, mismatch_at
+    from ranges where chain_id = ${chainId} and to_block <= ${toBlock}
+    order by from_block desc limit ${limit}`
+  return rows.map((row) => toRange(chainId, row))
+}
+
+export async function pendingRanges(sql: Sql, chainId: number, limit: number): Promise<StoredRange[]> {
+  const rows = await sql<RangeRow[]>`
+    select from_block, to_block, parent_hash, to_hash, status, mismatch_at
+    from ranges where chain_id = ${chainId} and status = 'pending'
+    order by from_block limit ${limit}`
+  return rows.map((row) => toRange(chainId, row))
+}
+
+export async function countPending(sql: Sql, chainId: number): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`
+    select count(*)::int as n from ranges where chain_id = ${chainId} and status = 'pending'`
+  return row!.n
+}
+
+/** The lowest range a worker flagged because its node served another branch. */
+export async function firstFlaggedRange(sql: Sql, chainId: number): Promise<StoredRange | undefined> {
+  const [row] = await sql<RangeRow[]>`
+    select from_block, to_block, parent_hash, to_hash, status, mismatch_at
+    from ranges where chain_id = ${chainId} and mismatch_at is not null
+    order by from_block limit 1`
+  return row ? toRange(chainId, row) : undefined
+}
+
+export async function clearMismatchFlags(sql: Sql, chainId: number): Promise<void> {
+  await sql`update ranges set mismatch_at = null where chain_id = ${chainId} and mismatch_at is not null`
+}
+
+export async function insertRanges(sql: Sql, ranges: readonly RangeJob[]): Promise<void> {
+  if (ranges.length === 0) return
+  const rows = ranges.map((r) => ({
+    chain_id: r.chainId,
+    from_block: r.fromBlock,
+    to_block: r.toBlock,
+    parent_hash: r.parentHash,
+    to_hash: r.toHash,
+  }))
+  await sql`insert into ranges ${sql(rows)} on conflict (chain_id, from_block) do nothing`
+}
+
+/** Whether a job's range is still waiting to be indexed on the branch it was cut from. */
+export async function isRangePending(sql: Sql, job: RangeJob): Promise<boolean> {
+  const [row] = await sql`
+    select 1 from ranges
+    where chain_id = ${job.chainId} and from_block = ${job.fromBlock} and to_hash = ${job.toHash} and status = 'pending'`
+  return row !== undefined
+}
+
+/** A worker saw another branch for this range: ask the follower to re-check it. */
+export async function flagMismatch(sql: Sql, job: RangeJob): Promise<void> {
+  await sql`
+    update ranges set mismatch_at = now()
+    where chain_id = ${job.chainId} and from_block = ${job.fromBlock} and to_hash = ${job.toHash} and status = 'pending'`
+}
+
+/**
+ * The exactly-once gate: flips the range to done only if it is still
+ * pending on the same branch. Run inside the transaction that writes what
+ * the range counted; false means another worker finished it or a reorg
+ * replaced it, and the transaction must write nothing.
+ */
+export async function markRangeDone(sql: Sql, job: RangeJob, counts: { txCount: number; attributionCount: number }): Promise<boolean> {
+  const rows = await sql`
+    update ranges
+    set status = 'done', tx_count = ${counts.txCount}, attribution_count = ${counts.attributionCount},
+        done_at = now(), mismatch_at = null
+    where chain_id = ${job.chainId} and from_block = ${job.fromBlock} and to_hash = ${job.toHash} and status = 'pending'
+    returning 1`
+  return rows.length === 1
+}
+
+/** Highest block below which every range is done: the contiguous checkpoint. */
+export async function indexedThrough(sql: Sql, chainId: number): Promise<number | undefined> {
+  const [row] = await sql<{ through: string | null }[]>`
+    select coalesce(
+      (select min(from_block) - 1 from ranges where chain_id = ${chainId} and status = 'pending'),
+      (select max(to_block) from ranges where chain_id = ${chainId})
+    ) as through`
+  return row?.through == null ? undefined : Number(row.through)
+}

@@ -1,0 +1,172 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
+import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod'
+import { z } from 'zod'
+
+/**
+ * The one error body every endpoint answers with:
+ * `{ "success": false, "error": { "code", "message", "field"? } }`.
+ */
+export const errorBodySchema = z
+  .object({
+    success: z.literal(false),
+    error: z.object({
+      code: z.string().describe('Stable machine-readable error code'),
+      message: z.string().describe('What went wrong, naming the field when one is at fault'),
+      field: z.string().optional().describe('The request field at fault, when there is one'),
+    }),
+  })
+  .meta({ id: 'Error' })
+
+export type ErrorBody = z.infer<typeof errorBodySchema>
+
+/** An error that knows its HTTP status. Domain code throws these; the handler below renders them. */
+export class HttpError extends Error {
+  override name = 'HttpError'
+  constructor(
+    readonly statusCode: number,
+    readonly code: string,
+    message: string,
+    readonly field?: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message)
+  }
+}
+
+export const badRequest = (field: string, reason: string) =>
+  new HttpError(400, 'invalid_request', `${field}: ${reason}`, field)
+export const notFound = (message: string) => new HttpError(404, 'not_found', message)
+export const serviceUnavailable = (message: string) => new HttpError(503, 'service_unavailable', message)
+
+export function errorBody(code: string, message: string, field?: string): ErrorBody {
+  return { success: false, error: field ? { code, message, field } : { code, message } }
+}
+
+/** Default error codes for statuses Fastify itself raises (bad JSON, too large, wrong media type …). */
+const codeByStatus: Record<number, string> = {
+  400: 'invalid_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  406: 'not_acceptable',
+  408: 'request_timeout',
+  413: 'payload_too_large',
+  414: 'uri_too_long',
+  415: 'unsupported_media_type',
+  431: 'headers_too_large',
+  429: 'rate_limited',
+  500: 'internal_error',
+  502: 'bad_gateway',
+  503: 'service_unavailable',
+  504: 'gateway_timeout',
+}
+
+function fieldOf(context: string | undefined, instancePath: string): string {
+  const path = instancePath.replace(/^\//, '').replaceAll('/', '.')
+  if (path) return path
+  return context === 'querystring' ? 'query' : (context ?? 'body')
+}
+
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH',
+  'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
+  // Postgres: admin shutdown, cannot connect now, connection failures
+  '57P01', '57P03', '08006', '08001', '08003', '08004',
+])
+const CONNECTION_MESSAGES = /Connection is closed|Stream isn't writeable|enableOfflineQueue|ECONNREFUSED|connect ETIMEDOUT|write CONNECTION_CLOSED|Reached the max retries|Command timed out/i
+
+/**
+ * True for errors that mean a dependency (Postgres, Redis) could not be
+ * reached. Looks through `cause`: drizzle wraps driver errors in
+ * DrizzleQueryError, whose message (the SQL) says nothing about the outage.
+ */
+export function isDependencyOutage(error: unknown): boolean {
+  let current = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined
+  for (let depth = 0; current && depth < 5; depth++) {
+    if (typeof current.code === 'string' && CONNECTION_CODES.has(current.code)) return true
+    if (typeof current.message === 'string' && CONNECTION_MESSAGES.test(current.message)) return true
+    current = current.cause as typeof current
+  }
+  return false
+}
+
+/** SQLSTATEs of text Postgres cannot store: a NUL character (U+0000), or bytes invalid in the database encoding. */
+const UNSTORABLE_TEXT_CODES = new Set(['22021', '22P05'])
+
+/** True when Postgres refused a value of the request itself (looking through drizzle's wrapper): bad input, not a failure. */
+export function isUnstorableText(error: unknown): boolean {
+  let current = error as { code?: unknown; cause?: unknown } | undefined
+  for (let depth = 0; current && depth < 5; depth++) {
+    if (typeof current.code === 'string' && UNSTORABLE_TEXT_CODES.has(current.code)) return true
+    current = current.cause as typeof current
+  }
+  return false
+}
+
+/**
+ * Errors Fastify's router raises before any route (and so any error
+ * handler) runs: a path that is not valid percent-encoding, a path
+ * parameter over the length limit. Rendered in the shared shape too.
+ */
+export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequest, reply: FastifyReply) {
+  const status = error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 400
+  return reply.code(status).send(errorBody(codeByStatus[status] ?? 'invalid_request', error.message))
+}
+
+/**
+ * Requests Node's HTTP parser rejects before Fastify sees them (headers
+ * over the size limit, malformed requests, a request that never finished
+ * arriving): answered in the shared shape, then the connection is closed,
+ * as Fastify's default handler does.
+ */
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket) {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return
+  const [status, message] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'request: not received in time']
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'headers: larger than the server accepts']
+        : [400, 'request: not a valid HTTP request']
+  const body = JSON.stringify(errorBody(codeByStatus[status]!, message))
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    )
+  }
+  socket.destroy(error)
+}
+
+/** Turns any thrown error into the shared body and a status code. */
+export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  if (error instanceof HttpError) {
+    if (error.statusCode >= 500) request.log.warn({ err: error }, error.message)
+    return reply.code(error.statusCode).headers(error.headers).send(errorBody(error.code, error.message, error.field))
+  }
+  if (hasZodFastifySchemaValidationErrors(error)) {
+    const first = error.validation[0]!
+    const field = fieldOf(error.validationContext, first.instancePath)
+    return reply.code(400).send(errorBody('invalid_request', `${field}: ${first.message}`, field))
+  }
+  if (isResponseSerializationError(error)) {
+    request.log.error({ err: error, issues: error.cause.issues }, 'response did not match its schema')
+    return reply.code(500).send(errorBody('internal_error', 'Internal server error'))
+  }
+  if (isUnstorableText(error)) {
+    return reply.code(400).send(errorBody('invalid_request', 'request: holds a character that cannot be stored (such as U+0000)'))
+  }
+  if (isDependencyOutage(error)) {
+    request.log.error({ err: error }, 'dependency unavailable')
+    return reply.code(503).header('retry-after', '5').send(errorBody('service_unavailable', 'A backing service is unavailable; retry later'))
+  }
+  const status = error.statusCode && error.statusCode >= 400 && error.statusCode < 600 ? error.statusCode : 500
+  if (status >= 500) {
+    request.log.error({ err: error }, 'request failed')
+    return reply.code(status).send(errorBody(codeByStatus[status] ?? 'internal_error', 'Internal server error'))
+  }
+  const message = error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError ? `body: malformed JSON (${error.message})` : error.message
+  return reply.code(status).send(errorBody(codeByStatus[status] ?? 'invalid_request', message))
+}

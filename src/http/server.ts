@@ -1,0 +1,122 @@
+import fastifySwagger from '@fastify/swagger'
+import fastifySwaggerUi from '@fastify/swagger-ui'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawServerDefault } from 'fastify'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import {
+  jsonSchemaTransform,
+  jsonSchemaTransformObject,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod'
+import type { Registry as MetricsRegistry } from 'prom-client'
+import type { Config } from '../config/env.js'
+import type { Database } from '../db/client.js'
+import type { Logger } from '../logger.js'
+import type { Redis } from '../redis/client.js'
+import type { DeliveryQueue } from '../notifications/delivery-queue.js'
+import { createRegistry, type Registry } from '../registry/register.js'
+import { clientErrorHandler, errorBody, errorHandler, frameworkErrorHandler } from './errors.js'
+import { createAnalytics } from '../analytics/analytics.js'
+import { analyticsRoutes } from './routes/analytics.js'
+import { builderCodeRoutes } from './routes/builder-codes.js'
+import { dashboardRoutes } from './routes/dashboard.js'
+import { attributionRoutes } from './routes/attribution.js'
+import type { ChainEndpoint } from '../validation/chains.js'
+import { createValidator } from '../validation/validate.js'
+import { healthRoutes } from './routes/health.js'
+import { adminRoutes } from './routes/admin.js'
+import { notificationRoutes } from './routes/notifications.js'
+import { platformRoutes } from './routes/platform.js'
+import { metricsRoutes } from './routes/metrics.js'
+
+/** Everything the routes need, built once by the process and shared. */
+export type ServerDeps = {
+  config: Config
+  db: Database
+  /** Fail-fast connection for the request path (readiness, rate limit). */
+  redis: Redis
+  logger: Logger
+  registry?: Registry
+  /** Producer side of the notification delivery queue; created from config (and closed with the server) when omitted. */
+  deliveryQueue?: DeliveryQueue
+  /** Prometheus registry served at /metrics (prom-client); omitted, no /metrics route. */
+  metricsRegistry?: MetricsRegistry
+  /** Chains that validation asks over RPC (ids resolved at start-up or read lazily); defaults to config.chains. */
+  chains?: readonly ChainEndpoint[]
+}
+
+export type Server = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, ZodTypeProvider>
+
+/** Parses Fastify's `trustProxy` from TRUST_PROXY: unset means trust nobody and use the socket address. */
+function trustProxySetting(value: string | undefined): boolean | string[] {
+  if (!value) return false
+  if (value === 'true') return true
+  // a hop count is accepted by Fastify (proxy-addr) although its types only list booleans and lists
+  if (/^\d+$/.test(value)) return Number(value) as unknown as boolean
+  return value.split(',').map((part) => part.trim())
+}
+
+export async function createServer(deps: ServerDeps): Promise<Server> {
+  const app: Server = Fastify({
+    loggerInstance: deps.logger.child({ component: 'http' }) as FastifyBaseLogger,
+    bodyLimit: deps.config.BODY_LIMIT,
+    trustProxy: trustProxySetting(deps.config.TRUST_PROXY),
+    // drain in-flight requests on close, answer new ones 503
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    // router and HTTP-parser errors happen before any error handler runs: same body shape for them
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
+    // codes inside a suffix may be long; the route's own schema answers their length in the shared error shape
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1_000 },
+  }).withTypeProvider<ZodTypeProvider>()
+
+  app.setValidatorCompiler(validatorCompiler)
+  app.setSerializerCompiler(serializerCompiler)
+  app.setErrorHandler(errorHandler)
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send(errorBody('not_found', `No route for ${request.method} ${request.url.split('?')[0]}`)),
+  )
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      info: {
+        title: 'Attribution indexer',
+        description: 'ERC-8021 builder-code registry, attribution analytics and app notifications',
+        version: '1.0.0',
+      },
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+          adminToken: { type: 'http', scheme: 'bearer' },
+          platformToken: { type: 'http', scheme: 'bearer' },
+        },
+      },
+    },
+    transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
+  })
+  await app.register(fastifySwaggerUi, { routePrefix: '/docs' })
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+
+  const registry = deps.registry ?? createRegistry({ db: deps.db })
+  await app.register(healthRoutes, { db: deps.db, redis: deps.redis })
+  if (deps.metricsRegistry) await app.register(metricsRoutes, { registry: deps.metricsRegistry })
+  await app.register(builderCodeRoutes, { registry })
+  await app.register(notificationRoutes, { config: deps.config, db: deps.db, redis: deps.redis, deliveryQueue: deps.deliveryQueue })
+  await app.register(adminRoutes, { db: deps.db, adminToken: deps.config.ADMIN_TOKEN })
+  await app.register(platformRoutes, { config: deps.config, db: deps.db })
+  await app.register(analyticsRoutes, { analytics: createAnalytics({ db: deps.db, registry }) })
+  await app.register(dashboardRoutes)
+  const validator = createValidator({
+    indexCacheMs: deps.config.VALIDATE_CACHE_MS,
+    db: deps.db,
+    registry,
+    chains: deps.chains ?? deps.config.chains,
+    rpcTimeoutMs: deps.config.RPC_TIMEOUT_MS,
+    logWindow: deps.config.VALIDATE_LOG_WINDOW,
+  })
+  await app.register(attributionRoutes, { validator })
+  return app
+}

@@ -1,0 +1,49 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
+import type { FetchedRange } from '../pipeline/fetch.js'
+
+/**
+ * Process-local indexer metrics: what this process's follower and workers
+ * did. Chain-wide state (head, indexed block, queue depth) is read from
+ * Postgres and Redis at scrape time by src/metrics/state.ts, so any process
+ * serving /metrics reports it.
+ */
+export function createIndexerMetrics(registry: Registry) {
+  const label = (chainId: number | undefined) => ({ chain_id: String(chainId ?? 'unknown') })
+  const rangesProcessed = new Counter({ name: 'indexer_ranges_processed_total', help: 'Block ranges indexed', labelNames: ['chain_id'], registers: [registry] })
+  const rangesFailed = new Counter({ name: 'indexer_range_failures_total', help: 'Range job attempts that failed and will be retried', labelNames: ['chain_id'], registers: [registry] })
+  const blocks = new Counter({ name: 'indexer_blocks_processed_total', help: 'Blocks indexed', labelNames: ['chain_id'], registers: [registry] })
+  const transactions = new Counter({ name: 'indexer_transactions_scanned_total', help: 'Transactions scanned for a suffix', labelNames: ['chain_id'], registers: [registry] })
+  const attributions = new Counter({ name: 'indexer_attributions_total', help: 'Attributions found, by kind', labelNames: ['chain_id', 'kind'], registers: [registry] })
+  const malformed = new Counter({ name: 'indexer_malformed_suffixes_total', help: 'Suffixes with the marker that could not be decoded', labelNames: ['chain_id'], registers: [registry] })
+  const inserted = new Counter({ name: 'indexer_attribution_rows_inserted_total', help: 'Attribution rows written (one per code)', labelNames: ['chain_id'], registers: [registry] })
+  const rpcResponses = new Counter({ name: 'indexer_rpc_http_responses_total', help: 'HTTP responses from RPC nodes by status', labelNames: ['status'], registers: [registry] })
+  const rpcErrors = new Counter({ name: 'indexer_rpc_errors_total', help: 'RPC calls that failed after retries', labelNames: ['chain_id'], registers: [registry] })
+  const reorgs = new Histogram({ name: 'indexer_reorg_depth_blocks', help: 'Depth of reorgs rolled back', labelNames: ['chain_id'], buckets: [1, 2, 4, 8, 16, 64, 256], registers: [registry] })
+  const head = new Gauge({ name: 'indexer_follower_head_block', help: 'Head block seen by this follower', labelNames: ['chain_id'], registers: [registry] })
+  const indexed = new Gauge({ name: 'indexer_follower_indexed_block', help: 'Contiguously indexed block seen by this follower', labelNames: ['chain_id'], registers: [registry] })
+  const lag = new Gauge({ name: 'indexer_follower_lag_blocks', help: 'Blocks between the indexing target and the indexed block', labelNames: ['chain_id'], registers: [registry] })
+  const pending = new Gauge({ name: 'indexer_follower_pending_ranges', help: 'Ranges waiting to be indexed', labelNames: ['chain_id'], registers: [registry] })
+
+  return {
+    rangeIndexed(chainId: number, fetched: FetchedRange, rowsInserted: number) {
+      rangesProcessed.inc(label(chainId))
+      blocks.inc(label(chainId), fetched.blocks.length)
+      transactions.inc(label(chainId), fetched.txCount)
+      inserted.inc(label(chainId), rowsInserted)
+      malformed.inc(label(chainId), fetched.malformed.length)
+      for (const record of fetched.attributions) attributions.inc({ ...label(chainId), kind: record.kind })
+    },
+    rangeFailed: (chainId: number | undefined) => rangesFailed.inc(label(chainId)),
+    rpcResponse: (status: number) => rpcResponses.inc({ status: String(status) }),
+    rpcError: (chainId: number) => rpcErrors.inc(label(chainId)),
+    reorg: (chainId: number, depth: number) => reorgs.observe(label(chainId), depth),
+    head: (chainId: number, block: number) => head.set(label(chainId), block),
+    indexed(chainId: number, through: number, target: number) {
+      indexed.set(label(chainId), through)
+      lag.set(label(chainId), Math.max(0, target - through))
+    },
+    pendingRanges: (chainId: number, count: number) => pending.set(label(chainId), count),
+  }
+}
+
+export type IndexerMetrics = ReturnType<typeof createIndexerMetrics>

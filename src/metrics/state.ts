@@ -1,0 +1,62 @@
+import { Gauge, type Registry } from 'prom-client'
+import type { Database } from '../db/client.js'
+import type { RangeQueue } from '../pipeline/queue.js'
+
+type ChainState = { chainId: string; head: number; indexed: number | undefined }
+
+/**
+ * Chain-wide indexing state read at scrape time from Postgres (head,
+ * contiguous indexed block, lag per chain) and Redis (queue depths), so the
+ * numbers are the same whichever process is scraped.
+ */
+export function registerStateMetrics(registry: Registry, { db, queue }: { db: Database; queue?: RangeQueue }) {
+  // one query per scrape, shared by the three gauges
+  let pending: { at: number; rows: Promise<ChainState[]> } | undefined
+  function readState(): Promise<ChainState[]> {
+    if (!pending || Date.now() - pending.at > 500) {
+      const rows = db.$client<{ chain_id: number; head_block: string; through: string | null }[]>`
+        select s.chain_id, s.head_block,
+          coalesce(
+            (select min(from_block) - 1 from ranges r where r.chain_id = s.chain_id and r.status = 'pending'),
+            (select max(to_block) from ranges r where r.chain_id = s.chain_id)
+          ) as through
+        from chain_state s`.then((result) =>
+        result.map((row) => ({ chainId: String(row.chain_id), head: Number(row.head_block), indexed: row.through === null ? undefined : Number(row.through) })),
+      )
+      pending = { at: Date.now(), rows }
+    }
+    return pending.rows
+  }
+
+  function chainGauge(name: string, help: string, value: (state: ChainState) => number | undefined) {
+    return new Gauge({
+      name,
+      help,
+      labelNames: ['chain_id'],
+      registers: [registry],
+      async collect() {
+        this.reset()
+        for (const state of await readState()) {
+          const v = value(state)
+          if (v !== undefined) this.set({ chain_id: state.chainId }, v)
+        }
+      },
+    })
+  }
+
+  chainGauge('indexer_head_block', 'Latest head block seen per chain', (s) => s.head)
+  chainGauge('indexer_indexed_block', 'Highest block below which every range is indexed', (s) => s.indexed)
+  chainGauge('indexer_lag_blocks', 'Head minus indexed block per chain', (s) => (s.indexed === undefined ? undefined : Math.max(0, s.head - s.indexed)))
+  if (queue) {
+    new Gauge({
+      name: 'indexer_queue_jobs',
+      help: 'Range jobs in the queue by state',
+      labelNames: ['state'],
+      registers: [registry],
+      async collect() {
+        const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized')
+        for (const [state, count] of Object.entries(counts)) this.set({ state }, count)
+      },
+    })
+  }
+}

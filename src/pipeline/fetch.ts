@@ -1,0 +1,89 @@
+import type { Hex } from 'viem'
+import {
+  attributionsOf,
+  detectCandidate,
+  malformedOf,
+  needsReceipt,
+  type AttributionRecord,
+  type BlockContext,
+  type Candidate,
+  type MalformedRecord,
+} from '../attribution/records.js'
+import type { Rpc, ScannedBlock } from '../rpc/client.js'
+import type { RangeJob } from './queue.js'
+
+/** The node served blocks of another branch than the one the range was cut from. */
+export class BranchMismatchError extends Error {
+  override name = 'BranchMismatchError'
+  constructor(job: RangeJob, detail: string) {
+    super(`range ${job.fromBlock}-${job.toBlock} of chain ${job.chainId}: ${detail}`)
+  }
+}
+
+export type IndexedBlock = BlockContext & { parentHash: Hex; txCount: number }
+
+export type FetchedRange = {
+  blocks: IndexedBlock[]
+  txCount: number
+  attributions: AttributionRecord[]
+  malformed: MalformedRecord[]
+}
+
+/**
+ * Checks that the fetched blocks are exactly the branch the follower pinned:
+ * the first block's parent, every link, and the last block's hash. Hash
+ * links are what make "the same range" mean the same transactions.
+ */
+export function verifyBranch(blocks: readonly ScannedBlock[], job: RangeJob): void {
+  let expectedParent = job.parentHash.toLowerCase()
+  for (const [i, block] of blocks.entries()) {
+    const { number } = block
+    if (number !== job.fromBlock + i) throw new BranchMismatchError(job, `expected block ${job.fromBlock + i}, got ${number}`)
+    if (block.parentHash.toLowerCase() !== expectedParent) {
+      throw new BranchMismatchError(job, `block ${number} has parent ${block.parentHash}, expected ${expectedParent}`)
+    }
+    expectedParent = block.hash.toLowerCase()
+  }
+  if (expectedParent !== job.toHash.toLowerCase()) {
+    throw new BranchMismatchError(job, `block ${job.toBlock} is ${expectedParent}, expected ${job.toHash}`)
+  }
+}
+
+function blockContext(block: ScannedBlock): IndexedBlock {
+  return { number: block.number, hash: block.hash, parentHash: block.parentHash, timestamp: block.timestamp, txCount: block.txCount }
+}
+
+/**
+ * Fetch-and-detect stage: full blocks in batched calls, scanned so that only
+ * transactions ending with the marker or calling an EntryPoint are parsed,
+ * then receipts only for the few that carry a suffix or an attributed
+ * UserOperation.
+ */
+export async function fetchRange(
+  rpc: Rpc,
+  job: RangeJob,
+  entryPoints: ReadonlySet<string>,
+  limitBlockFetches: <T>(fetch: () => Promise<T>) => Promise<T> = (fetch) => fetch(),
+): Promise<FetchedRange> {
+  const raw = await limitBlockFetches(() => rpc.blocks(job.fromBlock, job.toBlock, entryPoints))
+  verifyBranch(raw, job)
+
+  const blocks: IndexedBlock[] = []
+  const found: Array<{ candidate: Candidate; block: IndexedBlock }> = []
+  let txCount = 0
+  for (const rawBlock of raw) {
+    const block = blockContext(rawBlock)
+    blocks.push(block)
+    txCount += block.txCount
+    for (const tx of rawBlock.candidates) {
+      const candidate = detectCandidate(tx, entryPoints)
+      if (candidate) found.push({ candidate, block })
+    }
+  }
+
+  const malformed = found.flatMap(({ candidate, block }) => malformedOf(candidate, block))
+  const needing = found.filter(({ candidate }) => needsReceipt(candidate))
+  const receipts = await rpc.receipts(needing.map(({ candidate }) => candidate.tx.hash))
+  const attributions = needing.flatMap(({ candidate, block }, i) => attributionsOf(candidate, receipts[i]!, block))
+  return { blocks, txCount, attributions, malformed }
+}

@@ -1,0 +1,110 @@
+import { Worker, type Job } from 'bullmq'
+import pLimit from 'p-limit'
+import type { Database } from '../db/client.js'
+import { flagMismatch, isRangePending } from '../follower/ranges.js'
+import type { Logger } from '../logger.js'
+import type { IndexerMetrics } from '../metrics/indexer.js'
+import type { Redis } from '../redis/client.js'
+import type { Rpc } from '../rpc/client.js'
+import { commitRange, type AttributionRow } from './commit.js'
+import { BranchMismatchError, fetchRange, type FetchedRange } from './fetch.js'
+import { RANGE_QUEUE, rangeRetryDelay, type RangeJob } from './queue.js'
+import type { CodeResolver } from './resolve.js'
+
+export type WorkerChain = { chainId: number; rpc: Rpc; entryPoints: ReadonlySet<string> }
+
+export type RangeWorkerOptions = {
+  db: Database
+  connection: Redis
+  prefix: string
+  /** Block fetches in flight at once; twice as many ranges are worked on, so receipts and commits overlap the fetches. */
+  concurrency: number
+  /** Lock duration and stalled-check interval, ms. */
+  lockMs?: number
+  chains: ReadonlyMap<number, WorkerChain>
+  resolver: CodeResolver
+  logger: Logger
+  metrics?: IndexerMetrics
+}
+
+export type RangeOutcome = { outcome: 'indexed' | 'stale'; txCount: number; inserted: number }
+
+/** Resolve stage: one row per (record, distinct code), each with what the code means. */
+async function resolveRows(fetched: FetchedRange, resolver: CodeResolver): Promise<AttributionRow[]> {
+  const resolutionOf = await resolver.resolve(fetched.attributions.map((record) => record.attribution))
+  const rows: AttributionRow[] = []
+  for (const record of fetched.attributions) {
+    const seen = new Set<string>()
+    for (const entry of record.attribution.entries) {
+      if (seen.has(entry.code)) continue
+      seen.add(entry.code)
+      rows.push({ record, code: entry.code, resolution: resolutionOf(record.attribution, entry) })
+    }
+  }
+  return rows
+}
+
+/**
+ * Indexes one range: fetch & detect, decode, resolve, aggregate. Safe to run
+ * any number of times and to kill at any instant — the effect in Postgres
+ * happens once, in commitRange's transaction.
+ */
+type ProcessOptions = Omit<RangeWorkerOptions, 'connection' | 'prefix' | 'concurrency' | 'lockMs'> & {
+  limitBlockFetches?: <T>(fetch: () => Promise<T>) => Promise<T>
+}
+
+export async function processRange(job: RangeJob, options: ProcessOptions): Promise<RangeOutcome> {
+  const { db, chains, resolver, metrics } = options
+  const chain = chains.get(job.chainId)
+  if (!chain) throw new Error(`chain ${job.chainId} is not configured on this worker`)
+  // skip the RPC work for a range already indexed or replaced by a reorg
+  if (!(await isRangePending(db.$client, job))) return { outcome: 'stale', txCount: 0, inserted: 0 }
+
+  let fetched: FetchedRange
+  try {
+    fetched = await fetchRange(chain.rpc, job, chain.entryPoints, options.limitBlockFetches)
+  } catch (error) {
+    if (error instanceof BranchMismatchError) await flagMismatch(db.$client, job)
+    throw error
+  }
+  const rows = await resolveRows(fetched, resolver)
+  const { committed, inserted } = await commitRange(db, {
+    job,
+    blocks: fetched.blocks,
+    txCount: fetched.txCount,
+    rows,
+    malformed: fetched.malformed,
+  })
+  if (committed) metrics?.rangeIndexed(job.chainId, fetched, inserted)
+  return { outcome: committed ? 'indexed' : 'stale', txCount: fetched.txCount, inserted }
+}
+
+export function createRangeWorker(options: RangeWorkerOptions) {
+  const logger = options.logger.child({ component: 'worker' })
+  // the RPC sees `concurrency` block fetches at most; the ranges in between fetch receipts and commit meanwhile
+  const limitBlockFetches = pLimit(options.concurrency)
+  const worker = new Worker<RangeJob, RangeOutcome>(
+    RANGE_QUEUE,
+    async (job: Job<RangeJob>) => processRange(job.data, { ...options, limitBlockFetches }),
+    {
+      connection: options.connection,
+      prefix: options.prefix,
+      concurrency: options.concurrency * 2,
+      // a killed worker's range is picked up again after the lock expires
+      lockDuration: options.lockMs ?? 30_000,
+      stalledInterval: options.lockMs ?? 30_000,
+      // a range that keeps stalling (killed mid-job repeatedly) must not be failed for it
+      maxStalledCount: 10,
+      settings: { backoffStrategy: (attemptsMade: number, _type?: string, error?: Error) => rangeRetryDelay(attemptsMade, error) },
+    },
+  )
+  worker.on('failed', (job, error) => {
+    options.metrics?.rangeFailed(job?.data.chainId)
+    logger.warn(
+      { chain_id: job?.data.chainId, range: job ? `${job.data.fromBlock}-${job.data.toBlock}` : undefined, attempt: job?.attemptsMade, err: error.message },
+      'range failed; will retry',
+    )
+  })
+  worker.on('error', (error) => logger.error({ err: error.message }, 'worker error'))
+  return worker
+}

@@ -1,0 +1,107 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { MARKER_HEX } from '../attribution/marker.js'
+import { scanBlockBatch, ScanFailed } from './block-scan.js'
+
+const entryPoint = '0x0000000071727de22e5e9d8baf0edac6f37da032'
+const entryPoints = new Set([entryPoint, '0x0000000071727De22E5E9d8BAf0edAc6f37da032'])
+const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`
+const address = (n: number) => `0x${n.toString(16).padStart(40, '0')}`
+
+type Tx = Record<string, unknown>
+
+function tx(n: number, input: string, to: string | null = address(n + 1), extra: Tx = {}): Tx {
+  return {
+    blockHash: hash(9),
+    blockNumber: '0x1',
+    from: address(n),
+    gas: '0x5208',
+    hash: hash(1000 + n),
+    input,
+    nonce: '0x1',
+    to,
+    transactionIndex: `0x${n.toString(16)}`,
+    value: '0x0',
+    type: '0x2',
+    accessList: [{ address: address(7), storageKeys: [hash(1), hash(2)] }],
+    v: '0x1',
+    r: hash(3),
+    s: hash(4),
+    ...extra,
+  }
+}
+
+function block(number: number, transactions: Tx[], extra: Record<string, unknown> = {}) {
+  return {
+    baseFeePerGas: '0x7',
+    hash: hash(number + 500),
+    number: `0x${number.toString(16)}`,
+    parentHash: hash(number + 499),
+    timestamp: '0x6774858a',
+    transactions,
+    uncles: [],
+    withdrawals: [{ index: '0x0', validatorIndex: '0x1', address: address(3), amount: '0x10' }],
+    ...extra,
+  }
+}
+
+const batch = (blocks: unknown[]) => JSON.stringify(blocks.map((result, id) => ({ jsonrpc: '2.0', id, result })))
+
+/** What the scanner must produce, computed the slow way from a full parse. */
+function expected(blocks: ReturnType<typeof block>[]) {
+  return blocks.map((b) => ({
+    number: Number.parseInt(b.number, 16),
+    hash: b.hash,
+    parentHash: b.parentHash,
+    timestamp: Number.parseInt(b.timestamp, 16),
+    txCount: b.transactions.length,
+    candidates: b.transactions.filter((t) => (t.input as string).endsWith(MARKER_HEX) || entryPoints.has(t.to as string)),
+  }))
+}
+
+describe('scanBlockBatch', () => {
+  it('finds the transactions ending with the marker or calling an EntryPoint, and reads each header', () => {
+    const blocks = [
+      block(5, [tx(0, '0xa9059cbb'), tx(1, `0xdeadbeef${MARKER_HEX}`), tx(2, '0x', entryPoint), tx(3, '0x', null)]),
+      block(6, []),
+      block(7, [tx(4, `0x${MARKER_HEX}00`), tx(5, '0x', '0x0000000071727De22E5E9d8BAf0edAc6f37da032', { authorizationList: [{ chainId: '0x1', address: address(9), nonce: '0x0', yParity: '0x1', r: hash(5), s: hash(6) }] })]),
+    ]
+    const scanned = scanBlockBatch(batch(blocks), [5, 6, 7], entryPoints)
+    expect(scanned).toEqual(expected(blocks))
+    expect(scanned.map((b) => b.candidates.map((t) => t.hash))).toEqual([[hash(1001), hash(1002)], [], [hash(1005)]])
+  })
+
+  it('returns the blocks in the order asked, whatever the order of the answers', () => {
+    const blocks = [block(9, [tx(0, '0x')]), block(8, [tx(1, `0x${MARKER_HEX}`)])]
+    expect(scanBlockBatch(batch(blocks), [8, 9], entryPoints).map((b) => b.number)).toEqual([8, 9])
+  })
+
+  const refusals: Array<[string, string, number[]]> = [
+    ['an error item', JSON.stringify([{ jsonrpc: '2.0', id: 0, error: { code: -32000, message: 'busy' } }]), [1]],
+    ['a null result', JSON.stringify([{ jsonrpc: '2.0', id: 0, result: null }]), [1]],
+    ['a block other than the one asked', batch([block(2, [])]), [1]],
+    ['hashes instead of transaction bodies', batch([{ ...block(1, []), transactions: [hash(1)] }]), [1]],
+    ['pretty-printed JSON', JSON.stringify([{ jsonrpc: '2.0', id: 0, result: block(1, [tx(0, '0x')]) }], null, 2), [1]],
+    ['a body cut in half', batch([block(1, [tx(0, '0x'), tx(1, '0x')])]).slice(0, 300), [1]],
+  ]
+  for (const [name, text, numbers] of refusals) {
+    it(`gives up on ${name}`, () => {
+      expect(() => scanBlockBatch(text, numbers, entryPoints)).toThrow(ScanFailed)
+    })
+  }
+
+  it('agrees with a full parse on random blocks', () => {
+    const hex = fc.uint8Array({ maxLength: 40 }).map((bytes) => `0x${Buffer.from(bytes).toString('hex')}`)
+    const input = fc.oneof(hex, hex.map((h) => `${h}${MARKER_HEX}`), fc.constant('0x'))
+    const to = fc.oneof(fc.constant(null), fc.constant(entryPoint), fc.integer({ min: 1, max: 50 }).map(address))
+    const transaction = fc.tuple(fc.nat(1000), input, to, fc.boolean()).map(([n, i, t, list]) => tx(n, i, t, list ? {} : { accessList: [] }))
+    const blocks = fc.array(fc.array(transaction, { maxLength: 8 }), { minLength: 1, maxLength: 4 }).map((lists) => lists.map((txs, i) => block(100 + i, txs)))
+    fc.assert(
+      fc.property(blocks, (generated) => {
+        const numbers = generated.map((b) => Number.parseInt(b.number, 16))
+        expect(scanBlockBatch(batch(generated), numbers, entryPoints)).toEqual(expected(generated))
+      }),
+      { numRuns: 500 },
+    )
+  })
+})

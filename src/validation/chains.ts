@@ -1,0 +1,82 @@
+import { createPublicClient, hexToNumber, http, type Address, type PublicClient } from 'viem'
+import { ChainSelectionError, toRpcFailure } from './errors.js'
+
+/** What validation needs to know of a chain. `chainId` may be unknown until the node is asked. */
+export type ChainEndpoint = { chainId: number | undefined; rpcUrl: string; entryPoints: readonly Address[] }
+
+export type ValidationChain = {
+  chainId: number
+  client: PublicClient
+  entryPoints: readonly Address[]
+  /** Largest eth_getLogs range this node accepted so far; shrinks when it refuses one. */
+  logRange: number
+}
+
+export type ChainOptions = { timeoutMs: number; initialLogRange?: number }
+
+type Slot = { endpoint: ChainEndpoint; client: PublicClient; chain?: ValidationChain; resolving?: Promise<ValidationChain> }
+
+/** Most providers accept 10k-block log queries; smaller limits are learned on the first refusal. */
+const DEFAULT_LOG_RANGE = 10_000
+
+/**
+ * The configured chains, with ids read lazily from the node (`eth_chainId`)
+ * for those configured without one. A resolved id is kept for the life of
+ * the process; a failed resolution is retried on the next request.
+ */
+export function createValidationChains(endpoints: readonly ChainEndpoint[], options: ChainOptions) {
+  const logRange = options.initialLogRange ?? DEFAULT_LOG_RANGE
+  const slots: Slot[] = endpoints.map((endpoint) => {
+    const client = createPublicClient({ transport: http(endpoint.rpcUrl, { timeout: options.timeoutMs, retryCount: 1 }) })
+    const slot: Slot = { endpoint, client }
+    if (endpoint.chainId !== undefined) slot.chain = { chainId: endpoint.chainId, client, entryPoints: endpoint.entryPoints, logRange }
+    return slot
+  })
+
+  function resolve(slot: Slot): Promise<ValidationChain> {
+    if (slot.chain) return Promise.resolve(slot.chain)
+    slot.resolving ??= slot.client.request({ method: 'eth_chainId' }).then(
+      (hex) => {
+        slot.chain = { chainId: hexToNumber(hex), client: slot.client, entryPoints: slot.endpoint.entryPoints, logRange }
+        slot.resolving = undefined
+        return slot.chain
+      },
+      (error: unknown) => {
+        slot.resolving = undefined
+        throw toRpcFailure(error, undefined)
+      },
+    )
+    return slot.resolving
+  }
+
+  /** Chain ids known without asking any node, for messages. */
+  const configuredIds = () => slots.map((slot) => slot.chain?.chainId ?? slot.endpoint.chainId).filter((id) => id !== undefined)
+
+  /**
+   * The chain a request is about. Without `chainId` there must be exactly
+   * one chain; with it, the id must be one of the configured chains.
+   * Throws ChainSelectionError (a 400) or an RPC failure when an id had to
+   * be read from a node that did not answer.
+   */
+  async function select(chainId: number | undefined): Promise<ValidationChain> {
+    if (slots.length === 0) throw new ChainSelectionError('no chain is configured on this server')
+    if (chainId === undefined) {
+      if (slots.length > 1) throw new ChainSelectionError(`is required when ${slots.length} chains are configured (${configuredIds().join(', ')})`)
+      return resolve(slots[0]!)
+    }
+    const direct = slots.find((slot) => (slot.chain?.chainId ?? slot.endpoint.chainId) === chainId)
+    if (direct) return resolve(direct)
+    const unresolved = slots.filter((slot) => !slot.chain && slot.endpoint.chainId === undefined)
+    const outcomes = await Promise.allSettled(unresolved.map(resolve))
+    const match = outcomes.find((outcome) => outcome.status === 'fulfilled' && outcome.value.chainId === chainId)
+    if (match?.status === 'fulfilled') return match.value
+    const failure = outcomes.find((outcome) => outcome.status === 'rejected')
+    // a node that did not say its id might be the one asked for: that is an outage, not bad input
+    if (failure?.status === 'rejected') throw failure.reason
+    throw new ChainSelectionError(`${chainId} is not a configured chain (configured: ${configuredIds().join(', ') || 'none'})`)
+  }
+
+  return { select, count: () => slots.length }
+}
+
+export type ValidationChains = ReturnType<typeof createValidationChains>

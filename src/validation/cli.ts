@@ -1,0 +1,73 @@
+import { parseArgs } from 'node:util'
+import type { Config } from '../config/env.js'
+import { closeDatabase, createDatabase } from '../db/client.js'
+import { errorBody, type ErrorBody } from '../http/errors.js'
+import { createRegistry } from '../registry/register.js'
+import { ChainSelectionError, HashNotFoundError, RpcTimeoutError, RpcUnavailableError } from './errors.js'
+import { describeRequestProblem, validationRequestSchema } from './request.js'
+import { createValidator } from './validate.js'
+
+export const validateUsage = 'validate <hash> [--type transaction|userOperation] [--chain <chainId>]'
+
+/** Exit statuses: 0 attributed; 1 found but not attributed, or not found; 64 bad input; 69 node unreachable. */
+export const EXIT = { attributed: 0, notAttributed: 1, notFound: 1, usage: 64, unavailable: 69 } as const
+
+type Output = { write(text: string): unknown }
+
+function print(out: Output, value: unknown) {
+  out.write(`${JSON.stringify(value, null, 2)}\n`)
+}
+
+function failure(error: unknown): { exitCode: number; body: ErrorBody } | undefined {
+  if (error instanceof ChainSelectionError) return { exitCode: EXIT.usage, body: errorBody('invalid_request', error.message, error.field) }
+  if (error instanceof HashNotFoundError) return { exitCode: EXIT.notFound, body: errorBody('not_found', error.message) }
+  if (error instanceof RpcTimeoutError) return { exitCode: EXIT.unavailable, body: errorBody('gateway_timeout', error.message) }
+  if (error instanceof RpcUnavailableError) return { exitCode: EXIT.unavailable, body: errorBody('bad_gateway', error.message) }
+  return undefined
+}
+
+/**
+ * `attribution validate <hash>`: the same answer as GET /v1/attribution/validate,
+ * printed as JSON. Returns the exit status; `args` are the arguments after
+ * the command name.
+ */
+export async function runValidateCommand(config: Config, args: string[], out: Output = process.stdout): Promise<number> {
+  let parsed
+  try {
+    parsed = parseArgs({ args, allowPositionals: true, options: { type: { type: 'string', short: 't' }, chain: { type: 'string', short: 'c' } } })
+  } catch (error) {
+    print(out, errorBody('invalid_request', `${(error as Error).message}; usage: ${validateUsage}`))
+    return EXIT.usage
+  }
+  const request = validationRequestSchema.safeParse({
+    hash: parsed.positionals[0],
+    type: parsed.values.type ?? 'transaction',
+    chainId: parsed.values.chain,
+  })
+  if (!request.success) {
+    const problem = describeRequestProblem(request.error)
+    print(out, errorBody('invalid_request', `${problem.message}; usage: ${validateUsage}`, problem.field))
+    return EXIT.usage
+  }
+
+  const db = createDatabase({ url: config.DATABASE_URL, poolSize: 2 })
+  try {
+    const validator = createValidator({
+      db,
+      registry: createRegistry({ db }),
+      chains: config.chains,
+      rpcTimeoutMs: config.RPC_TIMEOUT_MS,
+      logWindow: config.VALIDATE_LOG_WINDOW,
+    })
+    const result = await validator.validate(request.data)
+    print(out, result)
+    return result.attributed ? EXIT.attributed : EXIT.notAttributed
+  } catch (error) {
+    const known = failure(error)
+    if (!known) throw error
+    print(out, known.body)
+    return known.exitCode
+  } finally {
+    await closeDatabase(db)
+  }
+}

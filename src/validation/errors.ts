@@ -1,0 +1,53 @@
+import { BaseError, RpcRequestError, TimeoutError } from 'viem'
+
+/** The chain does not know the hash (or the bounded search for it found nothing). */
+export class HashNotFoundError extends Error {
+  override name = 'HashNotFoundError'
+}
+
+/** The request names no usable chain: `chainId` missing among several, or not configured. */
+export class ChainSelectionError extends Error {
+  override name = 'ChainSelectionError'
+  readonly field = 'chainId'
+  constructor(readonly reason: string) {
+    super(`chainId: ${reason}`)
+  }
+}
+
+/** The node could not be reached or answered with an error. */
+export class RpcUnavailableError extends Error {
+  override name = 'RpcUnavailableError'
+  constructor(chainId: number | undefined, cause: unknown) {
+    super(`RPC of chain ${chainId ?? '(unresolved)'} failed: ${shortMessage(cause)}`, { cause })
+  }
+}
+
+/** The node did not answer within RPC_TIMEOUT_MS. */
+export class RpcTimeoutError extends Error {
+  override name = 'RpcTimeoutError'
+  constructor(chainId: number | undefined, cause: unknown) {
+    super(`RPC of chain ${chainId ?? '(unresolved)'} timed out: ${shortMessage(cause)}`, { cause })
+  }
+}
+
+function shortMessage(error: unknown): string {
+  if (error instanceof BaseError) return error.shortMessage
+  return error instanceof Error ? error.message.split('\n')[0]! : String(error)
+}
+
+function walks(error: unknown, type: abstract new (...args: never[]) => Error): boolean {
+  return error instanceof BaseError && error.walk((inner) => inner instanceof type) instanceof type
+}
+
+/** True when the node answered with a JSON-RPC error (it is up, but refused this call). */
+export function isJsonRpcRefusal(error: unknown): boolean {
+  return walks(error, RpcRequestError) && !walks(error, TimeoutError)
+}
+
+/** Classifies an error thrown by a viem call as a timeout or an outage. Errors of ours pass through. */
+export function toRpcFailure(error: unknown, chainId: number | undefined): Error {
+  if (error instanceof HashNotFoundError || error instanceof ChainSelectionError) return error
+  if (error instanceof RpcTimeoutError || error instanceof RpcUnavailableError) return error
+  if (error instanceof TimeoutError || walks(error, TimeoutError)) return new RpcTimeoutError(chainId, error)
+  return new RpcUnavailableError(chainId, error)
+}

@@ -1,0 +1,142 @@
+import { decodeEventLog, getAbiItem, hexToNumber, numberToHex, toEventSelector, type Address, type Hex } from 'viem'
+import { entryPoint07Abi } from 'viem/account-abstraction'
+import { attributionsOf, detectCandidate, needsReceipt, type RawLog, type RawReceipt, type RawTransaction } from '../attribution/records.js'
+import { entryPointSet } from '../attribution/userops.js'
+import { HashNotFoundError, isJsonRpcRefusal, RpcUnavailableError, toRpcFailure } from './errors.js'
+import type { ValidationChain } from './chains.js'
+import type { Finding, HashType } from './result.js'
+
+/** Same event, same topic, in EntryPoint 0.6, 0.7 and 0.8; `userOpHash` is its first indexed topic. */
+const userOperationEvent = getAbiItem({ abi: entryPoint07Abi, name: 'UserOperationEvent' })
+const USER_OPERATION_EVENT_TOPIC = toEventSelector(userOperationEvent)
+
+/** Nodes that refuse even a one-block log query are not usable for this at all. */
+const MIN_LOG_RANGE = 1
+
+type RawLogEntry = RawLog & { transactionHash: Hex | null; blockNumber: Hex | null; blockHash: Hex | null }
+
+type Lookup = { chain: ValidationChain; hash: Hex }
+
+async function getTransaction(chain: ValidationChain, hash: Hex): Promise<RawTransaction | null> {
+  return (await chain.client.request({ method: 'eth_getTransactionByHash', params: [hash] })) as RawTransaction | null
+}
+
+async function getReceipt(chain: ValidationChain, hash: Hex): Promise<RawReceipt | null> {
+  return (await chain.client.request({ method: 'eth_getTransactionReceipt', params: [hash] })) as RawReceipt | null
+}
+
+/** The mined transaction and its receipt, or HashNotFoundError (unknown or still pending). */
+async function minedTransaction(chain: ValidationChain, hash: Hex, what: string) {
+  const [tx, receipt] = await Promise.all([getTransaction(chain, hash), getReceipt(chain, hash)])
+  if (!tx) throw new HashNotFoundError(`${what} ${hash} is not known to chain ${chain.chainId}`)
+  if (!tx.blockNumber || !tx.blockHash || !receipt) {
+    throw new HashNotFoundError(`${what} ${hash} is pending on chain ${chain.chainId}: not in a block yet`)
+  }
+  return { tx, receipt, block: { number: hexToNumber(tx.blockNumber), hash: tx.blockHash, timestamp: 0 } }
+}
+
+/**
+ * Runs the attribution path the indexer runs on a block (detect → decode →
+ * join the receipt) on this one transaction. The block timestamp only feeds
+ * the indexer's day buckets, which validation does not report.
+ */
+function recordsOf(tx: RawTransaction, receipt: RawReceipt, block: { number: number; hash: Hex; timestamp: number }, entryPoints: readonly Address[]) {
+  const candidate = detectCandidate(tx, entryPointSet(entryPoints))
+  const records = candidate && needsReceipt(candidate) ? attributionsOf(candidate, receipt, block) : []
+  return { candidate, records }
+}
+
+async function transactionFinding({ chain, hash }: Lookup): Promise<Finding> {
+  const { tx, receipt, block } = await minedTransaction(chain, hash, 'transaction')
+  const { candidate, records } = recordsOf(tx, receipt, block, chain.entryPoints)
+  const own = records.find((record) => record.kind === 'transaction')
+  return {
+    source: 'rpc',
+    type: 'transaction',
+    hash,
+    chainId: chain.chainId,
+    transactionHash: tx.hash,
+    blockNumber: block.number,
+    status: receipt.status === '0x1' ? 'success' : 'reverted',
+    decoded: own?.attribution ?? (candidate?.own?.kind === 'malformed' ? candidate.own : undefined),
+  }
+}
+
+async function getLogs(chain: ValidationChain, hash: Hex, fromBlock: number, toBlock: number): Promise<RawLogEntry[]> {
+  const logs = await chain.client.request({
+    method: 'eth_getLogs',
+    params: [{ address: [...chain.entryPoints], topics: [USER_OPERATION_EVENT_TOPIC, hash], fromBlock: numberToHex(fromBlock), toBlock: numberToHex(toBlock) }],
+  })
+  return logs as unknown as RawLogEntry[]
+}
+
+/**
+ * Searches the last `window` blocks, newest first, for the op's
+ * UserOperationEvent. A node that refuses a range (providers cap
+ * eth_getLogs) gets half the range, and the size it accepted is kept for
+ * the next search.
+ */
+async function findUserOperationEvent({ chain, hash }: Lookup, window: number): Promise<RawLogEntry> {
+  const head = hexToNumber(await chain.client.request({ method: 'eth_blockNumber' }))
+  const lowest = Math.max(0, head - window + 1)
+  let toBlock = head
+  while (toBlock >= lowest) {
+    const fromBlock = Math.max(lowest, toBlock - chain.logRange + 1)
+    let logs: RawLogEntry[]
+    try {
+      logs = await getLogs(chain, hash, fromBlock, toBlock)
+    } catch (error) {
+      if (!isJsonRpcRefusal(error) || toBlock - fromBlock + 1 <= MIN_LOG_RANGE) throw error
+      chain.logRange = Math.max(MIN_LOG_RANGE, Math.floor((toBlock - fromBlock + 1) / 2))
+      continue
+    }
+    const found = logs.findLast((log) => log.transactionHash && log.topics[1]?.toLowerCase() === hash)
+    if (found) return found
+    toBlock = fromBlock - 1
+  }
+  throw new HashNotFoundError(
+    `UserOperation ${hash} not found on chain ${chain.chainId}: no UserOperationEvent in the last ${head - lowest + 1} blocks ` +
+      `(${lowest}…${head}); the search gave up there (VALIDATE_LOG_WINDOW=${window})`,
+  )
+}
+
+async function userOperationFinding(lookup: Lookup, window: number): Promise<Finding> {
+  const { chain, hash } = lookup
+  const log = await findUserOperationEvent(lookup, window)
+  const event = decodeEventLog({ abi: [userOperationEvent], topics: log.topics as [Hex, ...Hex[]], data: log.data })
+  const { tx, receipt, block } = await minedTransaction(chain, log.transactionHash!, 'bundle transaction').catch((error) => {
+    // the node just served the log, so failing to serve its transaction is the node's fault
+    throw error instanceof HashNotFoundError ? new RpcUnavailableError(chain.chainId, error) : error
+  })
+  const { candidate, records } = recordsOf(tx, receipt, block, chain.entryPoints)
+  const record = records.find((entry) => entry.kind === 'userOperation' && entry.userOpHash?.toLowerCase() === hash)
+  const sameOp = (op: { sender: string; nonce: bigint }) =>
+    op.sender.toLowerCase() === event.args.sender.toLowerCase() && op.nonce === event.args.nonce
+  const malformed = candidate?.malformedOps.find(({ op }) => sameOp(op))?.result
+  return {
+    source: 'rpc',
+    type: 'userOperation',
+    hash,
+    chainId: chain.chainId,
+    transactionHash: tx.hash,
+    userOpHash: event.args.userOpHash,
+    blockNumber: block.number,
+    status: event.args.success ? 'success' : 'reverted',
+    decoded: record?.attribution ?? malformed,
+  }
+}
+
+/**
+ * Asks the chain about a hash: a transaction by its receipt, a
+ * UserOperation through its UserOperationEvent (no bundler needed) and the
+ * bundle that carried it. Throws HashNotFoundError, RpcTimeoutError or
+ * RpcUnavailableError.
+ */
+export async function findOnChain(chain: ValidationChain, query: { type: HashType; hash: Hex; logWindow: number }): Promise<Finding> {
+  const lookup = { chain, hash: query.hash }
+  try {
+    return query.type === 'transaction' ? await transactionFinding(lookup) : await userOperationFinding(lookup, query.logWindow)
+  } catch (error) {
+    throw toRpcFailure(error, chain.chainId)
+  }
+}

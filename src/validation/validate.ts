@@ -1,0 +1,61 @@
+import type { Database } from '../db/client.js'
+import type { Registry } from '../registry/register.js'
+import { createValidationChains, type ChainEndpoint } from './chains.js'
+import { findIndexed } from './index-lookup.js'
+import type { Finding } from './result.js'
+import type { ValidationRequest } from './request.js'
+
+type IndexQuery = Parameters<typeof findIndexed>[1]
+import { describeFinding, type ValidationResult } from './result.js'
+import { findOnChain } from './rpc-lookup.js'
+
+export type ValidatorOptions = {
+  db: Database
+  registry: Pick<Registry, 'findManyByCode'>
+  chains: readonly ChainEndpoint[]
+  /** Per RPC request (RPC_TIMEOUT_MS). */
+  rpcTimeoutMs: number
+  /** Blocks back from the head searched for a UserOperation hash (VALIDATE_LOG_WINDOW). */
+  logWindow: number
+  /** How long an answer found in the index is reused (0: never). */
+  indexCacheMs?: number
+}
+
+type CachedFinding = { finding: Finding; expiresAt: number }
+const MAX_CACHED_FINDINGS = 50_000
+
+/**
+ * Validation by hash: the index first (cheap, and what analytics counted),
+ * the chain otherwise. Throws ChainSelectionError, HashNotFoundError,
+ * RpcUnavailableError or RpcTimeoutError; see src/validation/errors.ts.
+ */
+export function createValidator(options: ValidatorOptions) {
+  const chains = createValidationChains(options.chains, { timeoutMs: options.rpcTimeoutMs })
+  const indexCacheMs = options.indexCacheMs ?? 2_000
+  // agents and dashboards poll the same hashes; an indexed answer only changes on a reorg
+  const recentlyIndexed = new Map<string, CachedFinding>()
+
+  async function findIndexedCached(query: IndexQuery): Promise<Finding | undefined> {
+    const key = `${query.type}:${query.chainId}:${query.hash}`
+    const now = Date.now()
+    const cached = recentlyIndexed.get(key)
+    if (cached && cached.expiresAt > now) return cached.finding
+    const finding = await findIndexed(options.db, query)
+    if (finding && indexCacheMs > 0) {
+      if (recentlyIndexed.size >= MAX_CACHED_FINDINGS) recentlyIndexed.clear()
+      recentlyIndexed.set(key, { finding, expiresAt: now + indexCacheMs })
+    }
+    return finding
+  }
+
+  async function validate(request: ValidationRequest): Promise<ValidationResult> {
+    const chain = await chains.select(request.chainId)
+    const query = { type: request.type, hash: request.hash, chainId: chain.chainId }
+    const finding = (await findIndexedCached(query)) ?? (await findOnChain(chain, { ...query, logWindow: options.logWindow }))
+    return describeFinding(finding, options.registry)
+  }
+
+  return { validate }
+}
+
+export type Validator = ReturnType<typeof createValidator>

@@ -1,0 +1,286 @@
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import type { GroundTruth } from '../../src/devnet/ledger.js'
+import { createRandom } from '../../src/devnet/suffixes.js'
+import { normalizeAppUrl } from '../../src/notifications/app-url.js'
+import { request } from '../support/api.js'
+import { sendMixedTraffic, startTestChain, type TestChain } from '../support/chain.js'
+import { chainsEnv } from '../support/processes.js'
+import {
+  createSecrets,
+  installWriteAudit,
+  randomWallet,
+  seedNotifications,
+  startApiProcess,
+  writesSoFar,
+  type ApiProcess,
+  type NotificationFixture,
+} from './support/api-fixture.js'
+import { hasErrorShape, nextRequest, operationsOf, send, type FuzzContext, type FuzzRequest, type Operation } from './support/http-fuzz.js'
+import { createFaultReport } from './support/report.js'
+import { leakedSecrets } from './support/roles.js'
+import { faultSeed, knobs } from './support/scale.js'
+import { createTrialDatabase, startPrivateServices, type PrivateServices, type TrialDatabase } from './support/services.js'
+
+/**
+ * 5. Hostile HTTP input: generated requests across every route of the
+ * OpenAPI document (and the hidden ones) against `attribution api` as a
+ * child process: 0 answers with 5xx, no hang, the server stays alive, a
+ * request that is refused writes nothing, and credentials never open more
+ * than they should.
+ */
+
+const BODY_LIMIT = 1_048_576
+const REQUEST_DEADLINE_MS = 15_000
+
+let services: PrivateServices
+let chain: TestChain
+let truth: GroundTruth
+let database: TrialDatabase
+let api: ApiProcess
+let fixture: NotificationFixture
+let operations: Operation[]
+const secrets = createSecrets()
+const queuePrefix = 'hostile'
+
+const report = createFaultReport({
+  fault: '5-hostile-http',
+  title: '5. Hostile HTTP input',
+  checked:
+    'requests generated from /openapi.json (every route, plus /dashboard, assets, /docs, /metrics and unknown paths): bodies built from each schema then broken ' +
+    '(wrong types, missing/extra/prototype keys, huge arrays, nesting 5,000 deep, 100,000-deep raw arrays, bad UTF-8, BOM, malformed JSON, odd content types), ' +
+    'bodies over the 1 MiB limit, injection strings and bad percent-encoding in paths and query strings, right/wrong/revoked/other-project keys and tokens; ' +
+    'checked: no 5xx, no hang (15 s), rows written by refused requests (audit trigger on every table) = 0, no delivery job from a refused request, ' +
+    '2xx only with the right token or the key of the app’s own project, every body route answers 413 over the limit, server alive, no secret in its log',
+  testFile: 'test/faults/hostile-http.test.ts',
+})
+
+beforeAll(async () => {
+  ;[services, chain] = await Promise.all([startPrivateServices(), startTestChain({ seed: faultSeed })])
+  truth = await sendMixedTraffic(chain, { transactions: 60, blocks: 6 })
+  database = await createTrialDatabase(services.postgres, 'hostile_http')
+  api = await startApiProcess(
+    'api',
+    {
+      DATABASE_URL: database.url,
+      REDIS_URL: services.redis.url,
+      QUEUE_PREFIX: queuePrefix,
+      LOG_LEVEL: 'info',
+      DEVNET: 'false',
+      ADMIN_TOKEN: secrets.adminToken,
+      PLATFORM_TOKEN: secrets.platformToken,
+      CURSOR_SECRET: secrets.cursorSecret,
+      // the limit has its own tests; here it would turn most requests into 429s
+      RATE_LIMIT_MAX: '100000000',
+      BODY_LIMIT: String(BODY_LIMIT),
+      CHAINS: chainsEnv([chain.config]),
+    },
+    'hostile-http-api',
+  )
+  fixture = await seedNotifications(api.url, secrets)
+  await installWriteAudit(database.db)
+  operations = operationsOf((await request(`${api.url}/openapi.json`)).body)
+}, 300_000)
+
+afterAll(async () => {
+  await api?.role.kill('SIGTERM')
+  await database?.drop()
+  await chain?.stop()
+  await services?.stop()
+})
+
+function fuzzContext(): FuzzContext {
+  const { keys, apps, wallets, projects } = fixture
+  return {
+    adminToken: secrets.adminToken,
+    platformToken: secrets.platformToken,
+    apiKeys: [keys.A.apiKey, keys.B.apiKey, keys.C.apiKey, keys.D.apiKey, keys.E.apiKey, keys.revokedA.apiKey],
+    ids: [projects.E, keys.E.keyId, projects.D, crypto.randomUUID(), '00000000-0000-0000-0000-000000000000'],
+    appUrls: [apps.A, apps.B, apps.C, apps.E, `${apps.A}/`, apps.A.toUpperCase(), 'https://unknown.example'],
+    wallets: [...wallets.enabled, ...wallets.disabled, ...wallets.strangers, randomWallet().toLowerCase()],
+    codes: [...new Set(truth.attributions.map((row) => row.code))].slice(0, 10),
+    hashes: [...new Set(truth.attributions.flatMap((row) => [row.txHash, ...(row.userOpHash ? [row.userOpHash] : [])]))].slice(0, 10),
+    bodyLimit: BODY_LIMIT,
+  }
+}
+
+/** Whether a 2xx was allowed for the credentials it carried: the oracle for "a key never reaches another project's app". */
+function credentialProblem(fuzz: FuzzRequest, status: number): string | undefined {
+  if (status < 200 || status >= 300) return undefined
+  const path = fuzz.path.split('?')[0]!
+  const auth = fuzz.headers.authorization ?? ''
+  const bearerIs = (token: string) => new RegExp(`^Bearer\\s+${token}\\s*$`, 'i').test(auth)
+  if (path.startsWith('/v1/admin') && !bearerIs(secrets.adminToken)) return 'admin route answered 2xx without the admin token'
+  if (path.startsWith('/v1/platform') && !bearerIs(secrets.platformToken)) return 'platform route answered 2xx without the platform token'
+  if (path.startsWith('/v1/notifications')) {
+    const key = fuzz.headers['x-api-key']
+    const owners: Record<string, string | undefined> = { [fixture.apps.A]: fixture.keys.A.apiKey, [fixture.apps.B]: fixture.keys.B.apiKey, [fixture.apps.E]: fixture.keys.E.apiKey }
+    let appUrl: unknown
+    try {
+      appUrl = fuzz.body ? (JSON.parse(fuzz.body.toString('utf8')) as { app_url?: unknown }).app_url : new URL(fuzz.path, 'http://x').searchParams.get('app_url')
+    } catch {
+      return 'notification route answered 2xx to a body that is not JSON'
+    }
+    let normalized: string | undefined
+    try {
+      normalized = typeof appUrl === 'string' ? normalizeAppUrl(appUrl) : undefined
+    } catch {
+      normalized = undefined
+    }
+    if (!normalized || owners[normalized] !== key) return `notification route answered 2xx for app ${String(appUrl)} with a key that is not its project's`
+  }
+  return undefined
+}
+
+async function deliveryJobsSoFar(): Promise<number> {
+  const { Redis } = await import('ioredis')
+  const redis = new Redis(services.redis.url, { maxRetriesPerRequest: 1 })
+  try {
+    return Number((await redis.get(`${queuePrefix}:notification-delivery:id`)) ?? 0)
+  } finally {
+    redis.disconnect()
+  }
+}
+
+it('every route with a JSON body answers 413 to a body over the limit, and writes nothing', async () => {
+  const before = await writesSoFar(database.db)
+  const answers: Record<string, number> = {}
+  for (const operation of operations.filter((candidate) => candidate.body)) {
+    const path = operation.path.replace(/\{(\w+)\}/g, () => fixture.projects.E)
+    const token = operation.tags.includes('platform') ? secrets.platformToken : secrets.adminToken
+    const body = Buffer.alloc(BODY_LIMIT + 1, 0x20)
+    body.write('{"app_url":"', 0)
+    const response = await send(
+      api.url,
+      { method: operation.method, path, headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'x-api-key': fixture.keys.A.apiKey }, body },
+      REQUEST_DEADLINE_MS,
+    )
+    answers[`${operation.method} ${operation.path}`] = 'status' in response ? response.status : -1
+  }
+  expect(Object.keys(answers).length).toBeGreaterThanOrEqual(8)
+  expect(Object.values(answers).every((status) => status === 413)).toBe(true)
+  expect(await writesSoFar(database.db)).toBe(before)
+})
+
+it('requests that once broke the server answer 4xx in the one error shape and write nothing', async () => {
+  const before = await writesSoFar(database.db)
+  const admin = { authorization: `Bearer ${secrets.adminToken}`, 'content-type': 'application/json' }
+  const cases: Array<{ name: string; method: string; path: string; headers?: Record<string, string>; body?: string }> = [
+    { name: 'NUL in a builder-code path parameter', method: 'GET', path: '/v1/agents/builder-codes/%00' },
+    { name: 'NUL in an admin project name', method: 'POST', path: '/v1/admin/projects', headers: admin, body: '{"name":"a\\u0000b"}' },
+    { name: 'NUL in a notification title', method: 'POST', path: '/v1/notifications/send', headers: { 'x-api-key': fixture.keys.A.apiKey, 'content-type': 'application/json' }, body: JSON.stringify({ app_url: fixture.apps.A, wallet_addresses: [fixture.wallets.enabled[0]], title: 'a\u0000', message: 'm\u0000' }) },
+    { name: 'prototype member as a dashboard asset', method: 'GET', path: '/dashboard/assets/constructor' },
+    { name: '__proto__ as a dashboard asset', method: 'GET', path: '/dashboard/assets/__proto__' },
+    { name: 'bad percent-encoding in the path', method: 'GET', path: '/v1/analytics/codes/%E0%A4%A' },
+    { name: 'path parameter over the router limit', method: 'GET', path: `/dashboard/assets/${'x'.repeat(2_000)}` },
+    { name: 'chainId beyond a Postgres integer', method: 'GET', path: '/v1/analytics/leaderboard?chainId=4294967296' },
+    { name: 'headers over the size limit', method: 'GET', path: '/v1/analytics/leaderboard', headers: { 'x-api-key': 'x'.repeat(20_000) } },
+  ]
+  const answers: Record<string, string> = {}
+  for (const { name, method, path, headers = {}, body } of cases) {
+    const answer = await send(api.url, { method, path, headers, body: body === undefined ? undefined : Buffer.from(body) }, REQUEST_DEADLINE_MS)
+    answers[name] = 'status' in answer ? `${answer.status >= 400 && answer.status < 500 ? '4xx' : answer.status} ${hasErrorShape(answer.body) ? 'shared shape' : answer.body}` : answer.error
+  }
+  expect(answers).toEqual(Object.fromEntries(cases.map(({ name }) => [name, '4xx shared shape'])))
+  expect(await writesSoFar(database.db)).toBe(before)
+})
+
+it(`${knobs.httpRequests.toLocaleString('en')} generated hostile requests: 0 × 5xx, no hang, refused requests write nothing`, async () => {
+  const started = Date.now()
+  const random = createRandom(faultSeed + 5)
+  const context = fuzzContext()
+  const statuses: Record<string, number> = {}
+  const byRoute = new Map<string, number>()
+  const problems: Array<{ problem: string; request: string; answer: string; replay: string }> = []
+  const problemKinds = new Map<string, number>()
+  const note = (problem: string, fuzz: FuzzRequest, answer: string) => {
+    // a few examples of each kind of problem
+    const kind = problem.replace(/\d+ rows/, 'n rows')
+    problemKinds.set(kind, (problemKinds.get(kind) ?? 0) + 1)
+    if (problemKinds.get(kind)! > 5) return
+    problems.push({
+      problem,
+      request: `${fuzz.method} ${fuzz.path.slice(0, 300)} [${fuzz.shape}] ${JSON.stringify(fuzz.headers).slice(0, 300)} ${fuzz.body?.subarray(0, 300).toString('utf8') ?? ''}`,
+      answer: answer.slice(0, 500),
+      // the whole request, to send it again by hand
+      replay: JSON.stringify({ method: fuzz.method, path: fuzz.path, headers: fuzz.headers, body: fuzz.body?.toString('base64') }),
+    })
+  }
+  let fiveXX = 0
+  let otherErrorShapes = 0
+  let hangs = 0
+  let refusedWrites = 0
+  let refusedJobs = 0
+  let writes = await writesSoFar(database.db)
+  let jobs = await deliveryJobsSoFar()
+  for (let i = 0; i < knobs.httpRequests; i++) {
+    const fuzz = nextRequest(random, context, operations)
+    byRoute.set(`${fuzz.operation.method} ${fuzz.operation.path}`, (byRoute.get(`${fuzz.operation.method} ${fuzz.operation.path}`) ?? 0) + 1)
+    const answer = await send(api.url, fuzz, REQUEST_DEADLINE_MS)
+    if (!('status' in answer)) {
+      // an oversized body may be cut off by the server's early 413: the connection closing is an answer, not a hang
+      if (fuzz.oversized && !/no answer within/.test(answer.error)) continue
+      hangs++
+      note('no answer', fuzz, answer.error)
+      continue
+    }
+    statuses[answer.status] = (statuses[answer.status] ?? 0) + 1
+    if (answer.status >= 500) {
+      fiveXX++
+      note(`${answer.status}`, fuzz, answer.body.slice(0, 500))
+    }
+    // HEAD answers carry no body; everything else refused speaks the one error shape
+    if (answer.status >= 400 && fuzz.method !== 'HEAD' && !hasErrorShape(answer.body)) {
+      otherErrorShapes++
+      note(`${answer.status} in another error shape`, fuzz, answer.body)
+    }
+    const credential = credentialProblem(fuzz, answer.status)
+    if (credential) note(credential, fuzz, answer.body)
+    const writesNow = await writesSoFar(database.db)
+    const jobsNow = fuzz.operation.path === '/v1/notifications/send' ? await deliveryJobsSoFar() : jobs
+    if (answer.status >= 400) {
+      if (writesNow !== writes) {
+        refusedWrites += writesNow - writes
+        note(`refused with ${answer.status} but wrote ${writesNow - writes} rows`, fuzz, answer.body)
+      }
+      if (jobsNow !== jobs) {
+        refusedJobs += jobsNow - jobs
+        note(`refused with ${answer.status} but enqueued a delivery`, fuzz, answer.body)
+      }
+    }
+    writes = writesNow
+    jobs = jobsNow
+  }
+  const alive = api.role.child.exitCode === null && (await request(`${api.url}/healthz`)).status === 200
+  const ready = (await request(`${api.url}/readyz`)).status
+  const leaks = leakedSecrets([api.role.log()], [secrets.adminToken, secrets.platformToken, ...context.apiKeys])
+  const credentialProblems = problems.filter((problem) => /2xx/.test(problem.problem)).length
+  report.record({
+    trial: 1,
+    lost: 0,
+    doubled: 0,
+    fiveXX,
+    inputs: knobs.httpRequests,
+    ok: fiveXX === 0 && hangs === 0 && otherErrorShapes === 0 && refusedWrites === 0 && refusedJobs === 0 && credentialProblems === 0 && alive && leaks.length === 0,
+    durationMs: Date.now() - started,
+    details: {
+      requests: knobs.httpRequests,
+      routes: byRoute.size,
+      statuses,
+      hangs,
+      otherErrorShapes,
+      refusedWrites,
+      refusedJobs,
+      credentialProblems,
+      alive,
+      ready,
+      leakedSecrets: leaks.length,
+      problemKinds: Object.fromEntries(problemKinds),
+      problems: problems.slice(0, 20),
+    },
+  })
+  expect(problems).toEqual([])
+  expect({ fiveXX, hangs, refusedWrites, refusedJobs, alive, ready, leaks }).toEqual({ fiveXX: 0, hangs: 0, refusedWrites: 0, refusedJobs: 0, alive: true, ready: 200, leaks: [] })
+  // every route of the document was hit, and a fair share of requests got through to the handlers
+  expect(byRoute.size).toBe(operations.length)
+  expect(Object.entries(statuses).filter(([status]) => status.startsWith('2')).reduce((sum, [, n]) => sum + n, 0)).toBeGreaterThan(knobs.httpRequests / 20)
+})
