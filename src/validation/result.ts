@@ -5,13 +5,8 @@ import type { Registry } from '../registry/register.js'
 export type HashType = 'transaction' | 'userOperation'
 export const HASH_TYPES: readonly HashType[] = ['transaction', 'userOperation']
 
-/**
- * What was found for a hash, from the index or from the chain, before the
- * codes are looked up in the registry. Both sources produce this, so both
- * answer with the same shape and the same meaning.
- */
-export type Finding = {
-  source: 'index' | 'rpc'
+/** Where a hash was found: the fields a finding and the answer share. */
+type Located = {
   type: HashType
   hash: Hex
   chainId: number
@@ -19,21 +14,23 @@ export type Finding = {
   userOpHash?: Hex
   blockNumber: number
   status: 'success' | 'reverted'
+}
+
+/**
+ * What was found for a hash, from the index or from the chain, before the
+ * codes are looked up in the registry. Both sources produce this, so both
+ * answer with the same shape and the same meaning.
+ */
+export type Finding = Located & {
+  source: 'index' | 'rpc'
   /** The suffix decoded, a malformed suffix, or undefined when there is none. */
   decoded: Attributed | Malformed | undefined
 }
 
 export type CodeResult = { code: string; role: CodeRole; valid: boolean; registered: boolean; walletAddress?: Address }
 
-export type ValidationResult = {
+export type ValidationResult = Located & {
   attributed: boolean
-  type: HashType
-  hash: Hex
-  chainId: number
-  transactionHash: Hex
-  userOpHash?: Hex
-  blockNumber: number
-  status: 'success' | 'reverted'
   schemaId?: SchemaId
   codes: CodeResult[]
   /** Schema 1: the custom registry every code belongs to. */
