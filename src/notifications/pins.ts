@@ -7,6 +7,12 @@ export type PinPreference = { appUrl: string; walletAddress: Address; pinned: bo
 
 export type PinStatus = { appPinned: boolean; notificationsEnabled: boolean }
 
+/** A wallet's status from its pin row, if any: no row means never pinned, and only a pinned app notifies. */
+export function pinStatusOf(row: { pinned: boolean | null; notificationsEnabled: boolean | null } | undefined): PinStatus {
+  const appPinned = row?.pinned ?? false
+  return { appPinned, notificationsEnabled: appPinned && (row?.notificationsEnabled ?? false) }
+}
+
 export type PinnedUser = { position: number; address: Address; notificationsEnabled: boolean }
 
 /**
@@ -37,15 +43,6 @@ export function createPins({ db }: { db: Database }) {
         .returning({ pinned: notificationPins.pinned, notificationsEnabled: notificationPins.notificationsEnabled })
       return { appUrl: input.appUrl, walletAddress: input.walletAddress, ...row! }
     })
-  }
-
-  async function getStatus(appUrl: string, walletAddress: Address): Promise<PinStatus> {
-    const [row] = await db
-      .select({ pinned: notificationPins.pinned, notificationsEnabled: notificationPins.notificationsEnabled })
-      .from(notificationPins)
-      .where(and(eq(notificationPins.appUrl, appUrl), eq(notificationPins.walletAddress, walletAddress)))
-    const appPinned = row?.pinned ?? false
-    return { appPinned, notificationsEnabled: appPinned && (row?.notificationsEnabled ?? false) }
   }
 
   /**
@@ -105,7 +102,7 @@ export function createPins({ db }: { db: Database }) {
     )
   }
 
-  return { upsertPin, getStatus, listPinnedUsers, findPreferences }
+  return { upsertPin, listPinnedUsers, findPreferences }
 }
 
 export type Pins = ReturnType<typeof createPins>

@@ -64,9 +64,13 @@ const OUTAGE_LOG_INTERVAL_MS = 10_000
  */
 export function createRateLimiter(options: RateLimiterOptions) {
   let lastOutageLog = 0
+  // Each counted request is one member of the sorted set, so members must be unique across
+  // instances: a random prefix per limiter and a counter (a random draw per request costs a syscall).
+  const memberPrefix = randomBytes(8).toString('hex')
+  let memberCount = 0
 
   async function runScript(key: string): Promise<[number, number, number]> {
-    const args = [String(options.max), String(options.windowMs), randomBytes(8).toString('hex')]
+    const args = [String(options.max), String(options.windowMs), `${memberPrefix}:${(memberCount++).toString(36)}`]
     try {
       return (await options.redis.evalsha(SCRIPT_SHA, 1, key, ...args)) as [number, number, number]
     } catch (error) {

@@ -317,8 +317,7 @@ export const notificationRoutes: FastifyPluginAsyncZod<NotificationRoutesOptions
     async (request) => {
       const { app_url: rawAppUrl, wallet_address: walletAddress } = request.body
       try {
-        const { appUrl } = await access.authorizeApp(keyProjectOf(request), rawAppUrl)
-        return { success: true as const, ...(await pins.getStatus(appUrl, walletAddress)) }
+        return { success: true as const, ...(await access.authorizedPinStatus(keyProjectOf(request), rawAppUrl, walletAddress)) }
       } catch (error) {
         if (error instanceof NotificationDomainError) throw error
         throw new PreferencesUnavailableError(error)
