@@ -39,6 +39,11 @@ export const ranges = pgTable(
     attributionCount: integer('attribution_count'),
     /** Set by a worker whose node served blocks off this range's branch: the follower re-checks it. */
     mismatchAt: timestamp('mismatch_at', { withTimezone: true }),
+    /** Failed attempts at indexing this range; past a threshold the range is reported stuck. */
+    attempts: integer('attempts').notNull().default(0),
+    /** The cause of the latest failed attempt, as the operator should read it. */
+    lastError: text('last_error'),
+    lastErrorAt: timestamp('last_error_at', { withTimezone: true }),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     doneAt: timestamp('done_at', { withTimezone: true }),
   },
