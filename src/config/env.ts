@@ -75,6 +75,8 @@ const envSchema = z.object({
   /** BullMQ job lock: a killed worker's range is retried after this long (also the stalled-job check interval). */
   JOB_LOCK_MS: positiveInt.default(30_000),
   RPC_BATCH_SIZE: positiveInt.default(50),
+  /** A range that has failed this many times is reported stuck (gauge, error log, /readyz, /v1/indexer/status). */
+  STUCK_RANGE_ATTEMPTS: positiveInt.default(5),
   RPC_TIMEOUT_MS: positiveInt.default(10_000),
   /** How far back (in blocks) a UserOperation hash is searched over RPC. */
   VALIDATE_LOG_WINDOW: positiveInt.default(50_000),
