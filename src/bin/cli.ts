@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util'
 import { decodeAttribution } from '../attribution/decode.js'
 import { ConfigError, loadConfig, type Config } from '../config/env.js'
 import { migrateDatabase } from '../db/migrate.js'
+import { postgresPatchProblem } from '../db/driver-patch.js'
 import { createLogger } from '../logger.js'
 import { runRoles, type Role } from './roles.js'
 import { runAdminCommand } from './admin.js'
@@ -68,9 +69,15 @@ async function runDaemon(command: string) {
   process.on('SIGINT', () => shutdown('SIGINT'))
 }
 
+const commandsUsingPostgres = new Set(['start', 'api', 'follower', 'worker', 'migrate', 'validate', 'admin'])
+
 async function main(argv: string[]) {
   const { positionals } = parseArgs({ args: argv, allowPositionals: true, strict: false })
   const [command, ...rest] = positionals
+  if (command && commandsUsingPostgres.has(command)) {
+    const problem = postgresPatchProblem()
+    if (problem) fail(problem, 78)
+  }
   switch (command) {
     case 'start':
     case 'api':
