@@ -6,6 +6,7 @@ import type { GroundTruth } from '../../src/devnet/ledger.js'
 import { createRegistry } from '../../src/registry/register.js'
 import { request, startTestApi, type TestApi } from '../support/api.js'
 import { sendMixedTraffic, startTestChain, type TestChain } from '../support/chain.js'
+import { locateChromium } from '../support/browser.js'
 import { indexThrough } from '../support/indexer.js'
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from '../support/services.js'
 
@@ -49,7 +50,7 @@ beforeAll(async () => {
   await indexThrough({ database, redis, chains: [chain.config], chainId: chain.chainId, head })
   api = await startTestApi({ db: database.db, databaseUrl: database.url, redisUrl: redis.url, env: { RPC_URL: chain.rpcUrl } })
 
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS })
+  browser = await chromium.launch({ executablePath: locateChromium(), args: CHROMIUM_ARGS })
   page = await browser.newPage({ viewport: { width: 1200, height: 900 } })
   const origin = new URL(api.url).origin
   // anything but this service is refused and remembered: the page must work offline
