@@ -215,6 +215,46 @@ describe('bad input is a 400 naming the field', () => {
   })
 })
 
+describe('hostile text costs what its limit allows (issue 11)', () => {
+  // each of these once froze the whole API for 11-66 s before its 400; now each is refused after a bounded window
+  const cases: Array<[string, Record<string, unknown>, string, string]> = [
+    ['a title of 60,000 🎉', { title: '🎉'.repeat(60_000) }, 'title', 'must be at most 30 characters'],
+    ['a message of 40,000 👨‍👩‍👧', { message: '👨‍👩‍👧'.repeat(40_000) }, 'message', 'must be at most 200 characters'],
+    ['a target_path of 250,000 characters', { target_path: `/${'é'.repeat(249_999)}` }, 'target_path', 'must be at most 500 characters'],
+    [
+      'a title of 30 letters each followed by 15,000 combining marks',
+      { title: `a${'\u0301'.repeat(15_000)}`.repeat(30) },
+      'title',
+      'holds a character made of more than 16 code points',
+    ],
+    [
+      'a message of 200 characters of 9 code points each (1,800 > 1,600)',
+      { message: `e${'\u0301'.repeat(8)}`.repeat(200) },
+      'message',
+      'must be at most 1600 code points (8 per character of the 200 allowed)',
+    ],
+  ]
+  for (const [name, fields, field, reason] of cases) {
+    it(`400 naming ${field} for ${name}, nothing recorded`, async () => {
+      const [before] = await env.database.db.$client<{ n: number }[]>`select count(*)::int as n from notifications`
+      const response = await appClient(api, keyA).send({ ...validSend(appA), ...fields })
+      expect(response.status).toBe(400)
+      expect(response.body).toEqual({ success: false, error: { code: 'invalid_request', message: `${field}: ${reason}`, field } })
+      const [after] = await env.database.db.$client<{ n: number }[]>`select count(*)::int as n from notifications`
+      expect(after!.n).toBe(before!.n)
+    })
+  }
+
+  it('routes that take a small JSON object refuse a 16 KiB body with 413; send takes up to BODY_LIMIT', async () => {
+    const big = { app_url: appA, wallet_address: randomWallet(), padding: 'x'.repeat(16_384) }
+    const status = await request(`${api.url}/v1/notifications/app/user/status`, { method: 'POST', body: big, headers: { 'x-api-key': keyA } })
+    expect(status.status).toBe(413)
+    expect(status.body.error.code).toBe('payload_too_large')
+    const send = await appClient(api, keyA).send({ ...validSend(appA), padding: 'x'.repeat(100_000) })
+    expect(send.status).toBe(200)
+  })
+})
+
 describe('dependency failures', () => {
   it('500 from status when the preferences store is unreachable (and 503, not 500, from the other two)', async () => {
     const unreachable = createDatabase({ url: 'postgres://postgres@127.0.0.1:1/nothing', connectTimeoutSeconds: 1 })
