@@ -29,6 +29,7 @@ import { adminRoutes } from './routes/admin.js'
 import { notificationRoutes } from './routes/notifications.js'
 import { platformRoutes } from './routes/platform.js'
 import { metricsRoutes } from './routes/metrics.js'
+import { limitBodies, measureRequests } from './guard.js'
 
 /** Everything the routes need, built once by the process and shared. */
 export type ServerDeps = {
@@ -71,6 +72,10 @@ export async function createServer(deps: ServerDeps): Promise<Server> {
     // codes inside a suffix may be long; the route's own schema answers their length in the shared error shape
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1_000 },
   }).withTypeProvider<ZodTypeProvider>()
+
+  // before any route: what a request may cost, and what each did
+  limitBodies(app, deps.config.BODY_LIMIT)
+  if (deps.metricsRegistry) measureRequests(app, deps.metricsRegistry)
 
   app.setValidatorCompiler(validatorCompiler)
   app.setSerializerCompiler(serializerCompiler)

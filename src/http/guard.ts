@@ -1,0 +1,71 @@
+import { performance } from 'node:perf_hooks'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { Gauge, Histogram, type Registry } from 'prom-client'
+
+/**
+ * Guards for the whole API: what one request may cost, and the numbers that
+ * show whether any did cost too much.
+ *
+ * One process answers every client on one event loop, so a request that
+ * computes for a second stalls every other client for that second (issue 11:
+ * a 60,000-emoji title froze `/healthz` for 12 s). Validation is written to
+ * cost what its limits allow; these guards bound what reaches it and
+ * measure the rest.
+ */
+
+/**
+ * Body limit of every route that takes a small JSON object (an address, a
+ * hash, a name, a pin): 16 KiB holds any valid one many times over. Only the
+ * notification send, whose 1,000 addresses and texts need room, keeps the
+ * configured BODY_LIMIT, and its validation is bounded per field.
+ */
+export const SMALL_BODY_LIMIT = 16_384
+
+/** Applies SMALL_BODY_LIMIT (or BODY_LIMIT when smaller) to every route registered after it that sets no limit of its own. */
+export function limitBodies(app: FastifyInstance, bodyLimit: number) {
+  app.addHook('onRoute', (route) => {
+    if (route.bodyLimit === undefined) route.bodyLimit = Math.min(SMALL_BODY_LIMIT, bodyLimit)
+  })
+}
+
+const cpuAtStart = new WeakMap<FastifyRequest, NodeJS.CpuUsage>()
+
+/**
+ * Per-request CPU (`http_request_cpu_seconds`, by method and route) and the
+ * event loop's utilisation (`nodejs_eventloop_utilization`, since the last
+ * scrape) next to prom-client's default `nodejs_eventloop_lag_*` gauges.
+ *
+ * A request's CPU is the process's CPU time from its arrival to its answer:
+ * exact when requests do not overlap (how the hostile-input suite sends
+ * them), an upper bound when they do.
+ */
+export function measureRequests(app: FastifyInstance, registry: Registry) {
+  const cpu = new Histogram({
+    name: 'http_request_cpu_seconds',
+    help: 'Process CPU time from a request’s arrival to its answer (exact when requests do not overlap)',
+    labelNames: ['method', 'route'],
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [registry],
+  })
+  let last = performance.eventLoopUtilization()
+  new Gauge({
+    name: 'nodejs_eventloop_utilization',
+    help: 'Share of time the event loop was busy since the previous scrape (0..1)',
+    registers: [registry],
+    collect() {
+      const now = performance.eventLoopUtilization()
+      this.set(performance.eventLoopUtilization(now, last).utilization)
+      last = now
+    },
+  })
+  app.addHook('onRequest', async (request) => {
+    cpuAtStart.set(request, process.cpuUsage())
+  })
+  app.addHook('onResponse', async (request) => {
+    const start = cpuAtStart.get(request)
+    if (!start) return
+    const used = process.cpuUsage(start)
+    // unmatched URLs share one label: the route table bounds the label set
+    cpu.observe({ method: request.method, route: request.routeOptions.url ?? 'unmatched' }, (used.user + used.system) / 1e6)
+  })
+}
