@@ -100,10 +100,10 @@ describe('malformed suffixes are reported, never thrown', () => {
   const cases: Array<[string, string, RegExp]> = [
     ['marker alone', MARKER, /ends before the schema id/],
     ['codes length reaching before the start', `0x0500${MARKER_HEX}`.replace('0x0500', '0x6162ff00'), /before the start/],
-    ['invalid UTF-8 codes', `0xc3280200${MARKER_HEX}`, /UTF-8/],
     ['unknown schema id', `0x61016300${MARKER_HEX}`.replace(/00(?=8021)/, '07'), /unknown schema id 7/],
     ['bad CBOR', `0xff0001 02${MARKER_HEX}`.replace(' ', ''), /CBOR/],
     ['CBOR length before start', `0xa1ffff02${MARKER_HEX}`, /before the start/],
+    ['schema 1 chain id above 2^53 - 1', `0x${'cc'.repeat(20)}2000000000000007610101${MARKER_HEX}`, /2\^53/],
     ['schema 1 without room for a registry', `0x61010001${MARKER_HEX}`.replace('0x61010001', '0x00610101'), /registry|chain id/],
     ['no codes', `0x0000${MARKER_HEX}`, /no codes/],
     ['odd-length hex', `0x0${MARKER_HEX}`, /whole bytes/],
@@ -123,6 +123,83 @@ describe('malformed suffixes are reported, never thrown', () => {
     expect(decodeAttribution('0x8021')).toEqual({ kind: 'none' })
     expect(decodeAttribution('0x')).toEqual({ kind: 'none' })
     expect(decodeAttribution('')).toEqual({ kind: 'none' })
+  })
+})
+
+/** Schema-2 calldata around a CBOR payload given as hex. */
+const schema2 = (cbor: string) => `0x${cbor}${(cbor.length / 2).toString(16).padStart(4, '0')}02${MARKER_HEX}`
+
+/** CBOR of `{ a: code, r: { a: { c: chainId, a: registry } } }` with `c` an unsigned integer of any size (ox's encoder stops at 2^32). */
+function integerChainIdCbor(code: string, chainId: bigint, registry: string): string {
+  const placeholder = Cbor.encode({ a: code, r: { a: { c: 1, a: registry } } }).slice(2)
+  const uint =
+    chainId < 24n ? chainId.toString(16).padStart(2, '0') : chainId < 2n ** 32n ? `1a${chainId.toString(16).padStart(8, '0')}` : `1b${chainId.toString(16).padStart(16, '0')}`
+  // "c" (61 63) then the integer 1 (01)
+  return placeholder.replace('616301', `6163${uint}`)
+}
+
+describe('findings of the differential fuzz against ox (issue 11)', () => {
+  const registry = '0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045' as const
+
+  it('schema 2 with the registry chain id as a CBOR integer (the EIP example) decodes like ox', () => {
+    const cbor = Cbor.encode({ a: 'baseapp', r: { a: { c: 8453, a: registry } } }).slice(2)
+    const result = attributed(schema2(cbor))
+    expect(result.codes).toEqual(['baseapp'])
+    expect(result.registries).toEqual({ app: { chainId: 8453, address: registry } })
+    expect(Attribution.fromData(schema2(cbor) as `0x${string}`)).toMatchObject({ registries: { app: { chainId: 8453 } } })
+  })
+
+  it.each([2 ** 48, 2 ** 52 + 1, Number.MAX_SAFE_INTEGER])('registry chain id %i (≥ 2^48) decodes in schemas 1 and 2', (chainId) => {
+    const one = attributed(Attribution.toDataSuffix({ codes: ['uni'], codeRegistry: { address: registry, chainId } }))
+    expect(one.codeRegistry).toEqual({ chainId, address: registry })
+    const two = attributed(Attribution.toDataSuffix({ appCode: 'uni', registries: { app: { address: registry, chainId } } }))
+    expect(two.registries).toEqual({ app: { chainId, address: registry } })
+  })
+
+  it('a registry chain id of 2^53 is malformed in schema 2 too (past what the column holds as a safe integer)', () => {
+    const result = decodeAttribution(schema2(Cbor.encode({ a: 'uni', r: { a: { c: '0x20000000000000', a: registry } } }).slice(2)))
+    expect(result).toMatchObject({ kind: 'malformed', reason: expect.stringMatching(/2\^53/) })
+  })
+
+  it('schema-2 integer chain ids are read up to 2^32 - 1: ox’s CBOR decoder, like ours, refuses 64-bit integers', () => {
+    expect(attributed(schema2(integerChainIdCbor('uni', 2n ** 32n - 1n, registry))).registries).toEqual({ app: { chainId: 2 ** 32 - 1, address: registry } })
+    const wide = schema2(integerChainIdCbor('uni', 2n ** 32n, registry))
+    expect(decodeAttribution(wide)).toMatchObject({ kind: 'malformed', reason: expect.stringMatching(/64-bit/) })
+    expect(() => Attribution.fromData(wide as `0x${string}`)).toThrow(/64-bit/)
+  })
+
+  it('a real U+FFFD inside a schema-2 code keeps that code, flagged invalid, and the codes beside it count', () => {
+    const result = attributed(Attribution.toDataSuffix({ appCode: 'baseapp', walletCode: 'bad\uFFFDcode', serviceCodes: ['relay'] }))
+    expect(result.entries).toEqual([
+      { code: 'baseapp', role: 'app', valid: true },
+      { code: 'bad\uFFFDcode', role: 'wallet', valid: false },
+      { code: 'relay', role: 'service', valid: true },
+    ])
+  })
+
+  it('schema-0 bytes that are not UTF-8 make one invalid code (read as ox reads it); the other codes count', () => {
+    // "ok," then C3 28 (a broken two-byte sequence)
+    const result = attributed(`0x6f6b2cc328050080218021802180218021802180218021`)
+    expect(result.entries).toEqual([
+      { code: 'ok', role: 'code', valid: true },
+      { code: '\uFFFD(', role: 'code', valid: false },
+    ])
+    expect(Attribution.fromData('0x6f6b2cc328050080218021802180218021802180218021')).toEqual({ codes: ['ok', '\uFFFD('], id: 0 })
+  })
+
+  it('NUL inside a code (schemas 0 and 2) is stored as U+FFFD, flagged invalid: Postgres text cannot hold NUL', () => {
+    expect(attributed(Attribution.toDataSuffix({ codes: ['a\u0000b', 'ok'] })).entries).toEqual([
+      { code: 'a\uFFFDb', role: 'code', valid: false },
+      { code: 'ok', role: 'code', valid: true },
+    ])
+    expect(attributed(Attribution.toDataSuffix({ appCode: 'ok', walletCode: '\u0000' })).codes).toEqual(['ok', '\uFFFD'])
+  })
+
+  it('accepts calldata written with a 0X prefix; the suffix it reports is 0x and lower case', () => {
+    const suffix = Attribution.toDataSuffix({ codes: ['baseapp'] })
+    const result = attributed(`0XA9059CBB${suffix.slice(2).toUpperCase()}`)
+    expect(result.codes).toEqual(['baseapp'])
+    expect(result.suffix).toBe(suffix)
   })
 })
 

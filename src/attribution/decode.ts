@@ -1,4 +1,3 @@
-import { isUtf8 } from 'node:buffer'
 import { Cbor } from 'ox'
 import { getAddress, isAddress, type Address, type Hex } from 'viem'
 import { isValidCode } from './codes.js'
@@ -91,7 +90,6 @@ function locateSuffix(hex: string, size: number, schemaId: number): number | Mal
     const chainIdLength = byteAt(hex, chainIdLengthIndex)
     if (chainIdLength < 0) return malformed('calldata is not hex', schemaId)
     if (chainIdLength === 0) return malformed('registry chain id is empty', schemaId)
-    if (chainIdLength > 6) return malformed('registry chain id is longer than 6 bytes', schemaId)
     const registryStart = chainIdLengthIndex - chainIdLength - 20
     if (registryStart < 0) return malformed('registry reaches before the start of calldata', schemaId)
     return registryStart
@@ -132,51 +130,84 @@ function entry(code: string, role: CodeRole): AttributedCode {
 /**
  * Comma-separated codes read straight from the hex: the common all-ASCII
  * case builds each code from char codes without copying bytes; anything
- * else goes through Buffer's strict UTF-8 check.
+ * else is decoded as UTF-8 with every invalid sequence turned into U+FFFD
+ * (as ox, through TextDecoder, reads it). Such a code is kept and flagged
+ * invalid (see storableCode); the other codes of the suffix still count.
  */
-function readCodes(hex: string, from: number, to: number): string[] | undefined {
+function readCodes(hex: string, from: number, to: number): string[] {
   const codes: string[] = []
   let current = ''
   for (let i = from; i < to; i++) {
     const byte = byteAt(hex, i)
-    if (byte >= 0x80) return readUtf8Codes(hex, from, to)
+    if (byte >= 0x80) return lenientUtf8(hex, from, to).split(',').map(storableCode)
     if (byte === 0x2c) {
-      codes.push(current)
+      codes.push(storableCode(current))
       current = ''
     } else {
       current += String.fromCharCode(byte)
     }
   }
-  codes.push(current)
+  codes.push(storableCode(current))
   return codes
 }
 
-function readUtf8Codes(hex: string, from: number, to: number): string[] | undefined {
-  const bytes = Buffer.from(hex.slice(2 + 2 * from, 2 + 2 * to), 'hex')
-  return isUtf8(bytes) ? bytes.toString('utf8').split(',') : undefined
+const lenientDecoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true })
+
+function lenientUtf8(hex: string, from: number, to: number): string {
+  return lenientDecoder.decode(Buffer.from(hex.slice(2 + 2 * from, 2 + 2 * to), 'hex'))
 }
+
+/**
+ * A code as it is stored and served: NUL, which no Postgres text can hold,
+ * becomes U+FFFD like bytes that are not UTF-8. Either way the code is
+ * outside the registry rule, so it is counted under that name, flagged
+ * invalid, and never resolved.
+ */
+function storableCode(code: string): string {
+  return code.includes('\0') ? code.replaceAll('\0', '\uFFFD') : code
+}
+
+/**
+ * Registry chain ids must fit the `registry_chain_id` column as a safe
+ * JavaScript integer: at most 2^53 - 1 (what ox reads and writes too).
+ */
+export const MAX_REGISTRY_CHAIN_ID = Number.MAX_SAFE_INTEGER
 
 /** Schemas 0 and 1: `[registry(20) ‖ chainId ‖ chainIdLength(1)]? ‖ codes ‖ codesLength(1)`, `start` being the suffix's first byte. */
 function parseCodes(hex: string, size: number, start: number, schemaId: 0 | 1): Parsed | Malformed {
   const lengthIndex = size - MARKER_BYTES - 2
   const codesStart = lengthIndex - byteAt(hex, lengthIndex)
-  const codes = readCodes(hex, codesStart, lengthIndex)
-  if (!codes) return malformed('codes are not valid UTF-8', schemaId)
-  const entries = codes.map((code) => entry(code, 'code'))
+  const entries = readCodes(hex, codesStart, lengthIndex).map((code) => entry(code, 'code'))
   if (schemaId === 0) return { entries }
-  let chainId = 0
-  for (let i = start + 20; i < codesStart - 1; i++) chainId = chainId * 256 + byteAt(hex, i)
+  let chainId = 0n
+  for (let i = start + 20; i < codesStart - 1; i++) chainId = chainId * 256n + BigInt(byteAt(hex, i))
+  if (chainId > BigInt(MAX_REGISTRY_CHAIN_ID)) return malformed('registry chain id is above 2^53 - 1', schemaId)
   const address = detached(`0x${hex.slice(2 + 2 * start, 2 + 2 * (start + 20)).toLowerCase()}`)
-  return { entries, codeRegistry: { chainId, address: checksum(address) } }
+  return { entries, codeRegistry: { chainId: Number(chainId), address: checksum(address) } }
 }
 
 type CborRegistry = { c?: unknown; a?: unknown } | undefined
 
+/**
+ * A schema-2 registry chain id: a CBOR unsigned integer (as the EIP's
+ * example writes it) or a hex text string (`0x` or `0X`, as ox writes it),
+ * from 1 to 2^53 - 1. Undefined when it is neither.
+ */
+function cborChainId(value: unknown): number | undefined {
+  if (typeof value === 'number') return Number.isSafeInteger(value) && value > 0 ? value : undefined
+  if (typeof value === 'bigint') return value > 0n && value <= BigInt(MAX_REGISTRY_CHAIN_ID) ? Number(value) : undefined
+  if (typeof value !== 'string' || !/^0[xX][0-9a-fA-F]{1,64}$/.test(value)) return undefined
+  const chainId = BigInt(`0x${value.slice(2)}`)
+  return chainId > 0n && chainId <= BigInt(MAX_REGISTRY_CHAIN_ID) ? Number(chainId) : undefined
+}
+
+/** A registry of the `r` map: absent when `c` or `a` is missing (or zero, as ox reads it), malformed when either is not what it should be. */
 function cborRegistry(value: CborRegistry): CodeRegistry | undefined | Malformed {
-  if (!value || !value.c || !value.a) return undefined
-  if (typeof value.c !== 'string' || !/^0x[0-9a-fA-F]{1,12}$/.test(value.c)) return malformed('registry chain id is not a hex number', 2)
+  if (!value || typeof value !== 'object' || !value.c || !value.a) return undefined
+  const chainId = cborChainId(value.c)
+  if (chainId === undefined) return malformed('registry chain id is not an integer or hex number from 1 to 2^53 - 1', 2)
   if (typeof value.a !== 'string' || !isAddress(value.a, { strict: false })) return malformed('registry address is not an address', 2)
-  return { chainId: Number.parseInt(value.c, 16), address: checksum(detached(value.a.toLowerCase())) }
+  return { chainId, address: checksum(detached(value.a.toLowerCase())) }
 }
 
 /**
@@ -195,11 +226,10 @@ function parseCbor(hex: string, size: number, start: number): Parsed | Malformed
   if (!decoded || typeof decoded !== 'object' || Array.isArray(decoded)) return malformed('CBOR payload is not a map', 2)
   const map = decoded as { a?: unknown; w?: unknown; s?: unknown; r?: { a?: CborRegistry; w?: CborRegistry }; m?: unknown }
   const entries: AttributedCode[] = []
-  if (typeof map.a === 'string') entries.push(entry(map.a, 'app'))
-  if (typeof map.w === 'string') entries.push(entry(map.w, 'wallet'))
-  if (Array.isArray(map.s)) for (const code of map.s) if (typeof code === 'string') entries.push(entry(code, 'service'))
-  // CBOR text strings are decoded leniently: a replacement character means bad UTF-8
-  if (entries.some((e) => e.code.includes('\uFFFD'))) return malformed('codes are not valid UTF-8', 2)
+  // CBOR text strings are decoded leniently (bad UTF-8 becomes U+FFFD): such a code is kept, flagged invalid
+  if (typeof map.a === 'string') entries.push(entry(storableCode(map.a), 'app'))
+  if (typeof map.w === 'string') entries.push(entry(storableCode(map.w), 'wallet'))
+  if (Array.isArray(map.s)) for (const code of map.s) if (typeof code === 'string') entries.push(entry(storableCode(code), 'service'))
   const parsed: Parsed = { entries }
   if (map.r && typeof map.r === 'object') {
     const app = cborRegistry(map.r.a)
@@ -237,7 +267,8 @@ function jsonSafe(value: unknown, depth = 0): unknown {
  */
 export function decodeAttribution(input: string): DecodeResult {
   if (!hasMarker(input)) return NONE
-  if (input.length % 2 !== 0 || input.charCodeAt(0) !== 48 || input.charCodeAt(1) !== 120) {
+  // `0X` is accepted like `0x` (ox reads both); the suffix it reports is always `0x` and lower case
+  if (input.length % 2 !== 0 || input.charCodeAt(0) !== 48 || (input.charCodeAt(1) | 0x20) !== 120) {
     return malformed('calldata is not 0x-prefixed whole bytes')
   }
   const size = (input.length - 2) / 2

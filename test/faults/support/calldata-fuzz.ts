@@ -76,7 +76,8 @@ function randomMetadata(random: Random, depth = 0): unknown {
   return Object.fromEntries(Array.from({ length: randomInt(random, 4) }, (_, i) => [`k${i}`, randomMetadata(random, depth + 1)]))
 }
 
-const unique = (codes: readonly string[]) => [...new Set(codes)]
+/** Codes as the codec stores them: NUL, which Postgres text cannot hold, becomes U+FFFD (the code is invalid either way). */
+const unique = (codes: readonly string[]) => [...new Set(codes.map((code) => code.replaceAll('\0', '\uFFFD')))]
 const utf8Length = (codes: readonly string[]) => Buffer.byteLength(codes.join(','), 'utf8')
 
 /** A suffix the reference encoder builds, and the codes (and registry) it must decode to. */
