@@ -41,7 +41,7 @@ async function fetchBatch(url: string, numbers: number[]): Promise<Block[]> {
 }
 
 function indexerRpcBatcher(url: string, batchSize: number) {
-  const rpc = createRpc({ url, timeoutMs: 60_000, batchSize, retryCount: 0 })
+  const rpc = createRpc({ url, timeoutMs: 60_000, batchSize, maxAttempts: 1 })
   // the indexer's own block path (batches read by its scanner); sparse arrays stand in for the transaction counts
   return async (numbers: number[]): Promise<Block[]> =>
     (await rpc.blocks(numbers[0]!, numbers.at(-1)!, new Set())).map((block) => ({ number: String(block.number), transactions: new Array(block.txCount) }))

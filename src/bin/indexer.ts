@@ -58,12 +58,22 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
   const rpcFor = (chain: Pick<ChainConfig, 'rpcUrl'>) => {
     let rpc = rpcs.get(chain.rpcUrl)
     if (!rpc) {
+      const endpoint = new URL(chain.rpcUrl).host
+      const transportMetrics = metrics.rpcTransport(endpoint)
       rpc = createRpc({
         url: chain.rpcUrl,
         timeoutMs: config.RPC_TIMEOUT_MS,
         batchSize: config.RPC_BATCH_SIZE,
-        onResponse: (status) => {
-          if (status >= 300) metrics.rpcResponse(status)
+        batchBytes: config.RPC_BATCH_BYTES,
+        concurrency: config.RPC_CONCURRENCY,
+        maxConcurrency: config.RPC_MAX_CONCURRENCY,
+        maxAttempts: config.RPC_MAX_ATTEMPTS,
+        observer: {
+          ...transportMetrics,
+          limitLearned: (message, details) => logger.info({ component: 'rpc', endpoint, ...details }, message),
+          response: (status) => {
+            if (status >= 300) metrics.rpcResponse(status)
+          },
         },
       })
       rpcs.set(chain.rpcUrl, rpc)
@@ -78,7 +88,7 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
   const connections: Redis[] = []
   const queueConnection = createRedis(config.REDIS_URL, 'queue')
   connections.push(queueConnection)
-  const queue = createRangeQueue(queueConnection, config.QUEUE_PREFIX)
+  const queue = createRangeQueue(queueConnection, config.QUEUE_PREFIX, config.STUCK_RANGE_ATTEMPTS)
   // Redis outages surface as failed calls in the follower's loop; the emitter must not crash the process
   queue.on('error', (error) => logger.debug({ err: error.message }, 'range queue connection error'))
 
@@ -114,6 +124,7 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
       prefix: config.QUEUE_PREFIX,
       concurrency: config.WORKER_CONCURRENCY,
       lockMs: config.JOB_LOCK_MS,
+      stuckAfter: config.STUCK_RANGE_ATTEMPTS,
       chains: workerChains,
       resolver: createCodeResolver({ registry: createRegistry({ db }) }),
       logger,

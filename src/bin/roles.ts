@@ -84,7 +84,7 @@ export async function runRoles(config: Config, roles: ReadonlySet<Role>, logger:
     })
     closers.unshift({ name: 'indexer', close: () => indexer!.stop() })
   }
-  registerStateMetrics(metricsRegistry, { db, queue: indexer?.queue })
+  registerStateMetrics(metricsRegistry, { db, queue: indexer?.queue, stuckAfter: config.STUCK_RANGE_ATTEMPTS })
 
   let server: Server | undefined
   let url: string | undefined

@@ -74,7 +74,15 @@ const envSchema = z.object({
   WORKER_CONCURRENCY: positiveInt.default(4),
   /** BullMQ job lock: a killed worker's range is retried after this long (also the stalled-job check interval). */
   JOB_LOCK_MS: positiveInt.default(30_000),
+  /** Most calls per JSON-RPC batch; the transport shrinks it to what the node accepts and grows back slowly. */
   RPC_BATCH_SIZE: positiveInt.default(50),
+  /** Most bytes per batch answer (estimated from earlier answers), so large blocks go a few at a time. */
+  RPC_BATCH_BYTES: positiveInt.default(4 * 1_048_576),
+  /** Requests in flight per node at the start; adapted (AIMD) between 1 and RPC_MAX_CONCURRENCY on 429s and slow answers. */
+  RPC_CONCURRENCY: positiveInt.default(4),
+  RPC_MAX_CONCURRENCY: positiveInt.default(16),
+  /** Attempts per call before the range fails (and records why). */
+  RPC_MAX_ATTEMPTS: positiveInt.default(5),
   /** A range that has failed this many times is reported stuck (gauge, error log, /readyz, /v1/indexer/status). */
   STUCK_RANGE_ATTEMPTS: positiveInt.default(5),
   RPC_TIMEOUT_MS: positiveInt.default(10_000),

@@ -128,3 +128,35 @@ export async function indexedThrough(sql: Sql, chainId: number): Promise<number 
     ) as through`
   return row?.through == null ? undefined : Number(row.through)
 }
+
+/**
+ * Records a failed attempt at a pending range and its cause; returns the
+ * attempts so far, or undefined when the range is no longer pending on that
+ * branch (indexed meanwhile, or replaced by a reorg).
+ */
+export async function recordRangeFailure(sql: Sql, job: RangeJob, cause: string): Promise<number | undefined> {
+  const [row] = await sql<{ attempts: number }[]>`
+    update ranges set attempts = attempts + 1, last_error = ${cause.slice(0, 1_000)}, last_error_at = now()
+    where chain_id = ${job.chainId} and from_block = ${job.fromBlock} and to_hash = ${job.toHash} and status = 'pending'
+    returning attempts`
+  return row?.attempts
+}
+
+export type StuckRange = { chainId: number; fromBlock: number; toBlock: number; attempts: number; lastError: string | null; lastErrorAt: Date | null }
+
+/** Pending ranges that failed at least `minAttempts` times, oldest first. */
+export async function stuckRanges(sql: Sql, minAttempts: number, limit = 20): Promise<StuckRange[]> {
+  const rows = await sql<{ chain_id: number; from_block: string; to_block: string; attempts: number; last_error: string | null; last_error_at: Date | string | null }[]>`
+    select chain_id, from_block, to_block, attempts, last_error, last_error_at
+    from ranges where status = 'pending' and attempts >= ${minAttempts}
+    order by chain_id, from_block limit ${limit}`
+  return rows.map((row) => ({
+    chainId: row.chain_id,
+    fromBlock: Number(row.from_block),
+    toBlock: Number(row.to_block),
+    attempts: row.attempts,
+    lastError: row.last_error,
+    // the pool may be set to hand timestamps back as text
+    lastErrorAt: row.last_error_at === null ? null : new Date(row.last_error_at),
+  }))
+}

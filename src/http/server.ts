@@ -106,7 +106,7 @@ export async function createServer(deps: ServerDeps): Promise<Server> {
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 
   const registry = deps.registry ?? createRegistry({ db: deps.db })
-  await app.register(healthRoutes, { db: deps.db, redis: deps.redis })
+  await app.register(healthRoutes, { db: deps.db, redis: deps.redis, stuckAfter: deps.config.STUCK_RANGE_ATTEMPTS })
   if (deps.metricsRegistry) await app.register(metricsRoutes, { registry: deps.metricsRegistry })
   await app.register(builderCodeRoutes, { registry })
   await app.register(notificationRoutes, { config: deps.config, db: deps.db, redis: deps.redis, deliveryQueue: deps.deliveryQueue })

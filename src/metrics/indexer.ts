@@ -22,6 +22,10 @@ export function createIndexerMetrics(registry: Registry) {
   const head = new Gauge({ name: 'indexer_follower_head_block', help: 'Head block seen by this follower', labelNames: ['chain_id'], registers: [registry] })
   const indexed = new Gauge({ name: 'indexer_follower_indexed_block', help: 'Contiguously indexed block seen by this follower', labelNames: ['chain_id'], registers: [registry] })
   const lag = new Gauge({ name: 'indexer_follower_lag_blocks', help: 'Blocks between the indexing target and the indexed block', labelNames: ['chain_id'], registers: [registry] })
+  const rpcBatchSize = new Gauge({ name: 'indexer_rpc_batch_size', help: 'Calls per JSON-RPC batch the transport uses now, per node and kind of call', labelNames: ['endpoint', 'call'], registers: [registry] })
+  const rpcInFlight = new Gauge({ name: 'indexer_rpc_requests_in_flight', help: 'HTTP requests to the node in flight', labelNames: ['endpoint'], registers: [registry] })
+  const rpcConcurrency = new Gauge({ name: 'indexer_rpc_concurrency_limit', help: 'Requests the transport allows in flight now (AIMD)', labelNames: ['endpoint'], registers: [registry] })
+  const rpcFailures = new Counter({ name: 'indexer_rpc_failures_total', help: 'Failed RPC requests or calls by kind (batch_limit, response_too_large, rate_limited, timeout, http_error, network, unreadable, item_error)', labelNames: ['endpoint', 'kind'], registers: [registry] })
   const pending = new Gauge({ name: 'indexer_follower_pending_ranges', help: 'Ranges waiting to be indexed', labelNames: ['chain_id'], registers: [registry] })
 
   return {
@@ -43,6 +47,17 @@ export function createIndexerMetrics(registry: Registry) {
       lag.set(label(chainId), Math.max(0, target - through))
     },
     pendingRanges: (chainId: number, count: number) => pending.set(label(chainId), count),
+    /** The transport's view of one node, labelled by its host (never the path, which may hold an API key). */
+    rpcTransport(endpoint: string) {
+      return {
+        batchSize: (call: string, size: number) => rpcBatchSize.set({ endpoint, call }, size),
+        inFlight(count: number, limit: number) {
+          rpcInFlight.set({ endpoint }, count)
+          rpcConcurrency.set({ endpoint }, limit)
+        },
+        failure: (kind: string) => rpcFailures.inc({ endpoint, kind }),
+      }
+    },
   }
 }
 

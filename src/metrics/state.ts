@@ -9,7 +9,7 @@ type ChainState = { chainId: string; head: number; indexed: number | undefined }
  * contiguous indexed block, lag per chain) and Redis (queue depths), so the
  * numbers are the same whichever process is scraped.
  */
-export function registerStateMetrics(registry: Registry, { db, queue }: { db: Database; queue?: RangeQueue }) {
+export function registerStateMetrics(registry: Registry, { db, queue, stuckAfter = 5 }: { db: Database; queue?: RangeQueue; stuckAfter?: number }) {
   // one query per scrape, shared by the three gauges
   let pending: { at: number; rows: Promise<ChainState[]> } | undefined
   function readState(): Promise<ChainState[]> {
@@ -47,6 +47,18 @@ export function registerStateMetrics(registry: Registry, { db, queue }: { db: Da
   chainGauge('indexer_head_block', 'Latest head block seen per chain', (s) => s.head)
   chainGauge('indexer_indexed_block', 'Highest block below which every range is indexed', (s) => s.indexed)
   chainGauge('indexer_lag_blocks', 'Head minus indexed block per chain', (s) => (s.indexed === undefined ? undefined : Math.max(0, s.head - s.indexed)))
+  new Gauge({
+    name: 'indexer_stuck_ranges',
+    help: 'Pending ranges that failed STUCK_RANGE_ATTEMPTS times or more (their cause is in /readyz and ranges.last_error)',
+    labelNames: ['chain_id'],
+    registers: [registry],
+    async collect() {
+      this.reset()
+      const rows = await db.$client<{ chain_id: number; n: number }[]>`
+        select chain_id, count(*)::int as n from ranges where status = 'pending' and attempts >= ${stuckAfter} group by chain_id`
+      for (const row of rows) this.set({ chain_id: String(row.chain_id) }, row.n)
+    },
+  })
   if (queue) {
     new Gauge({
       name: 'indexer_queue_jobs',

@@ -39,16 +39,18 @@ export function rangeRetryDelay(attemptsMade: number, error?: Error): number {
   return Math.round(base * (0.75 + Math.random() * 0.5))
 }
 
-export const rangeJobOptions: JobsOptions = {
-  // a range must eventually be indexed: keep retrying; the follower's sweep revives any that still fail
-  attempts: 50,
-  backoff: { type: 'capped' },
-  removeOnComplete: true,
-  removeOnFail: { age: 24 * 3600 },
+/**
+ * A range job is tried `attempts` times (STUCK_RANGE_ATTEMPTS) with a backoff;
+ * the RPC transport below it already retried each call a bounded number of
+ * times, so a range that fails this often is stuck: the worker reports it,
+ * and the follower's sweep tries it again every 15 s until it heals.
+ */
+export function rangeJobOptions(attempts: number): JobsOptions {
+  return { attempts, backoff: { type: 'capped' }, removeOnComplete: true, removeOnFail: { age: 24 * 3600 } }
 }
 
-export function createRangeQueue(connection: Redis, prefix: string) {
-  return new Queue<RangeJob>(RANGE_QUEUE, { connection, prefix, defaultJobOptions: rangeJobOptions })
+export function createRangeQueue(connection: Redis, prefix: string, attempts = 5) {
+  return new Queue<RangeJob>(RANGE_QUEUE, { connection, prefix, defaultJobOptions: rangeJobOptions(attempts) })
 }
 
 export type RangeQueue = ReturnType<typeof createRangeQueue>

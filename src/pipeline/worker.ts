@@ -1,7 +1,7 @@
 import { Worker, type Job } from 'bullmq'
 import pLimit from 'p-limit'
 import type { Database } from '../db/client.js'
-import { flagMismatch, isRangePending } from '../follower/ranges.js'
+import { flagMismatch, isRangePending, recordRangeFailure } from '../follower/ranges.js'
 import type { Logger } from '../logger.js'
 import type { IndexerMetrics } from '../metrics/indexer.js'
 import type { Redis } from '../redis/client.js'
@@ -21,6 +21,8 @@ export type RangeWorkerOptions = {
   concurrency: number
   /** Lock duration and stalled-check interval, ms. */
   lockMs?: number
+  /** Failed attempts after which a range is reported stuck (STUCK_RANGE_ATTEMPTS). */
+  stuckAfter?: number
   chains: ReadonlyMap<number, WorkerChain>
   resolver: CodeResolver
   logger: Logger
@@ -49,7 +51,7 @@ async function resolveRows(fetched: FetchedRange, resolver: CodeResolver): Promi
  * any number of times and to kill at any instant — the effect in Postgres
  * happens once, in commitRange's transaction.
  */
-type ProcessOptions = Omit<RangeWorkerOptions, 'connection' | 'prefix' | 'concurrency' | 'lockMs'> & {
+type ProcessOptions = Omit<RangeWorkerOptions, 'connection' | 'prefix' | 'concurrency' | 'lockMs' | 'stuckAfter'> & {
   limitBlockFetches?: <T>(fetch: () => Promise<T>) => Promise<T>
 }
 
@@ -83,9 +85,28 @@ export function createRangeWorker(options: RangeWorkerOptions) {
   const logger = options.logger.child({ component: 'worker' })
   // the RPC sees `concurrency` block fetches at most; the ranges in between fetch receipts and commit meanwhile
   const limitBlockFetches = pLimit(options.concurrency)
+  const stuckAfter = options.stuckAfter ?? 5
+
+  /** Every failure is written to the range (attempts, last_error); reaching `stuckAfter` is said once, loudly. */
+  async function recordFailure(job: RangeJob, error: Error) {
+    const cause = `${error.name}: ${error.message}`
+    const attempts = await recordRangeFailure(options.db.$client, job, cause).catch(() => undefined)
+    const details = { chain_id: job.chainId, range: `${job.fromBlock}-${job.toBlock}`, attempts, err: cause }
+    if (attempts === stuckAfter) {
+      logger.error(details, `range stuck: failed ${attempts} times (STUCK_RANGE_ATTEMPTS); later ranges continue, this one is retried every sweep`)
+    } else logger.warn(details, 'range failed; will retry')
+  }
+
   const worker = new Worker<RangeJob, RangeOutcome>(
     RANGE_QUEUE,
-    async (job: Job<RangeJob>) => processRange(job.data, { ...options, limitBlockFetches }),
+    async (job: Job<RangeJob>) => {
+      try {
+        return await processRange(job.data, { ...options, limitBlockFetches })
+      } catch (error) {
+        await recordFailure(job.data, error as Error)
+        throw error
+      }
+    },
     {
       connection: options.connection,
       prefix: options.prefix,
@@ -98,13 +119,7 @@ export function createRangeWorker(options: RangeWorkerOptions) {
       settings: { backoffStrategy: (attemptsMade: number, _type?: string, error?: Error) => rangeRetryDelay(attemptsMade, error) },
     },
   )
-  worker.on('failed', (job, error) => {
-    options.metrics?.rangeFailed(job?.data.chainId)
-    logger.warn(
-      { chain_id: job?.data.chainId, range: job ? `${job.data.fromBlock}-${job.data.toBlock}` : undefined, attempt: job?.attemptsMade, err: error.message },
-      'range failed; will retry',
-    )
-  })
+  worker.on('failed', (job) => options.metrics?.rangeFailed(job?.data.chainId))
   worker.on('error', (error) => logger.error({ err: error.message }, 'worker error'))
   return worker
 }

@@ -1,6 +1,7 @@
-import { createPublicClient, http, numberToHex, type Hex, type PublicClient } from 'viem'
+import { createPublicClient, custom, numberToHex, type Hex, type PublicClient } from 'viem'
 import { createBatches } from './batches.js'
 import { BlockNotFoundError, MismatchedAnswerError, ReceiptNotFoundError } from './errors.js'
+import { createTransport, type TransportObserver } from './transport.js'
 
 export type { ScannedBlock } from './block-scan.js'
 
@@ -9,14 +10,19 @@ export type RawHeader = { number: Hex; hash: Hex; parentHash: Hex; timestamp: He
 
 export type RpcOptions = {
   url: string
-  /** Per HTTP request; a timed-out request is retried by viem with backoff. */
+  /** Per HTTP request; a batch that times out is asked again in smaller batches. */
   timeoutMs: number
-  /** Calls issued in the same tick are sent as one JSON-RPC batch of at most this many. */
+  /** Most calls per JSON-RPC batch (and the starting size); the transport shrinks it to what the node accepts. */
   batchSize: number
-  /** viem retries 429 (honouring Retry-After), 5xx, timeouts and unreadable bodies this many times. */
-  retryCount?: number
-  /** Called for every HTTP response; the metrics count non-2xx answers. */
-  onResponse?: (status: number) => void
+  /** Most bytes per batch answer, estimated per method from earlier answers (default 4 MiB). */
+  batchBytes?: number
+  /** Requests in flight at the start (default 4) and at most (default 16); adapted AIMD on 429s and slow answers. */
+  concurrency?: number
+  maxConcurrency?: number
+  /** Attempts per call before its error goes up to the caller (default 5). */
+  maxAttempts?: number
+  retryDelayMs?: number
+  observer?: TransportObserver
 }
 
 export { BlockNotFoundError, MismatchedAnswerError, ReceiptNotFoundError }
@@ -29,36 +35,29 @@ function checkedHeader<T extends RawHeader>(number: number, header: T | null): T
 }
 
 /**
- * JSON-RPC access for the indexer. Full blocks and receipts go through
- * batches.ts (blocks read by a scanner that parses only the transactions that
- * matter); every other call goes through viem's `client.request`, which returns the node's
- * raw JSON (no per-field formatting) and does the transport work — batching,
- * timeouts, retries with backoff and Retry-After.
+ * JSON-RPC access for the indexer, every call through one adaptive transport
+ * (transport.ts): full blocks and receipts in batches (batches.ts), headers
+ * and the head as single calls or batches. `client` is a viem client over
+ * the same transport, with viem's own retries off.
  */
 export function createRpc(options: RpcOptions) {
-  const client: PublicClient = createPublicClient({
-    transport: http(options.url, {
-      batch: { batchSize: options.batchSize, wait: 0 },
-      // a batch of 50 full blocks easily passes viem's 10 MiB default, and the
-      // streaming size check costs ~18% over reading the body whole
-      maxResponseBodySize: false,
-      timeout: options.timeoutMs,
-      retryCount: options.retryCount ?? 4,
-      retryDelay: 250,
-      onFetchResponse: options.onResponse ? (response) => options.onResponse!(response.status) : undefined,
-    }),
-  })
-
-  const batches = createBatches({
+  const transport = createTransport({
     url: options.url,
     timeoutMs: options.timeoutMs,
-    batchSize: options.batchSize,
-    retryCount: options.retryCount ?? 4,
-    onResponse: options.onResponse,
+    maxBatchSize: options.batchSize,
+    maxBatchBytes: options.batchBytes ?? 4 * 2 ** 20,
+    concurrency: options.concurrency ?? 4,
+    maxConcurrency: options.maxConcurrency ?? 16,
+    maxAttempts: options.maxAttempts ?? 5,
+    ...(options.retryDelayMs !== undefined && { retryDelayMs: options.retryDelayMs }),
+    ...(options.observer && { observer: options.observer }),
   })
+  const client: PublicClient = createPublicClient({
+    transport: custom({ request: ({ method, params }) => transport.call(method, (params ?? []) as unknown[]) }, { retryCount: 0 }),
+  })
+  const batches = createBatches(transport)
 
-  const request = <T>(method: string, params: unknown[] = []) =>
-    client.request({ method: method as never, params: params as never }) as Promise<T>
+  const request = <T>(method: string, params: unknown[] = []) => transport.call<T>(method, params)
 
   async function chainId(): Promise<number> {
     return Number.parseInt(await request<Hex>('eth_chainId'), 16)
@@ -73,12 +72,16 @@ export function createRpc(options: RpcOptions) {
     return checkedHeader(number, await request<RawHeader | null>('eth_getBlockByNumber', [numberToHex(number), false]))
   }
 
-  /** Headers of several blocks in one batch, null where the node lacks one. */
+  /** Headers of several blocks in batches, null where the node lacks one. */
   function headers(numbers: readonly number[]): Promise<(RawHeader | null)[]> {
-    return Promise.all(numbers.map(header))
+    return transport.callMany({
+      method: 'eth_getBlockByNumber',
+      params: numbers.map((number) => [numberToHex(number), false]),
+      readResult: (value, position) => checkedHeader(numbers[position]!, value as RawHeader | null),
+    })
   }
 
-  return { client, request, chainId, blockNumber, header, headers, blocks: batches.blocks, receipts: batches.receipts }
+  return { client, transport, request, chainId, blockNumber, header, headers, blocks: batches.blocks, receipts: batches.receipts }
 }
 
 export type Rpc = ReturnType<typeof createRpc>

@@ -1,0 +1,95 @@
+/**
+ * How many calls go into one JSON-RPC batch, learned per node.
+ *
+ * Starts at the configured size and shrinks when the node pushes back: to
+ * the limit it names (or half the batch) on a batch-limit answer, to a byte
+ * budget on "response too large", to half the batch on a timeout. It grows
+ * back by a quarter after a run of clean batches, never past a limit the
+ * node named. Independently, a batch is bounded by bytes: the size of
+ * earlier answers per method tells how many calls fit in the byte budget, so
+ * 1 MB blocks go a few at a time while small ones go by the dozen.
+ */
+export type BatchSizerOptions = {
+  /** The most calls per batch, and where it starts. */
+  maxSize: number
+  /** The most bytes an answer should carry. */
+  maxBytes: number
+  /** Clean batches in a row before the size grows again. */
+  growAfter?: number
+  /** Told once per limit learned: "node caps batches at 10 calls; using 10". */
+  onLimit?: (message: string, details: Record<string, number>) => void
+}
+
+const MiB = 2 ** 20
+
+export function createBatchSizer(options: BatchSizerOptions) {
+  const growAfter = options.growAfter ?? 8
+  let size = options.maxSize
+  /** A call count the node refused, or undefined: the size never grows to it again. */
+  let nodeCap = Number.POSITIVE_INFINITY
+  let maxBytes = options.maxBytes
+  let cleanInARow = 0
+  const bytesPerCall = new Map<string, number>()
+
+  const ceiling = () => Math.min(options.maxSize, nodeCap)
+
+  /** Calls to put in the next batch of `method`. */
+  function sizeFor(method: string): number {
+    const perCall = bytesPerCall.get(method)
+    const byBytes = perCall ? Math.floor(maxBytes / perCall) : size
+    return Math.max(1, Math.min(size, byBytes))
+  }
+
+  function succeeded(method: string, calls: number, bytes: number) {
+    const perCall = bytes / calls
+    const previous = bytesPerCall.get(method)
+    // weighted towards the larger figure: blocks grow, and a batch that overshoots costs a retry
+    bytesPerCall.set(method, previous === undefined ? perCall : Math.max(perCall, previous * 0.9 + perCall * 0.1))
+    if (++cleanInARow >= growAfter && size < ceiling()) {
+      size = Math.min(ceiling(), Math.ceil(size * 1.25))
+      cleanInARow = 0
+    }
+  }
+
+  /** The node refused a batch of `sent` calls, naming its limit or not. */
+  function batchRefused(sent: number, named?: number) {
+    cleanInARow = 0
+    const cap = named !== undefined && named < sent ? named : Math.max(1, Math.floor(sent / 2))
+    if (cap >= nodeCap) return
+    nodeCap = cap
+    size = Math.min(size, cap)
+    const text = cap === 1 ? 'node accepts no batches; sending single calls' : `node caps batches at ${named ?? `fewer than ${sent}`} calls; using ${cap}`
+    options.onLimit?.(text, { batch_size: cap, refused: sent })
+  }
+
+  /** The answer passed the node's size limit after `answeredBytes` of good calls. */
+  function responseTooLarge(sent: number, answeredBytes: number) {
+    cleanInARow = 0
+    size = Math.max(1, Math.min(size, Math.floor(sent / 2)))
+    // the good part of the answer is what fits; keep a margin under it
+    const budget = Math.floor(answeredBytes * 0.8)
+    if (budget > 0 && budget < maxBytes) {
+      maxBytes = budget
+      options.onLimit?.(`node caps batch answers near ${(answeredBytes / MiB).toFixed(1)} MB; using ${(budget / MiB).toFixed(1)} MB`, {
+        max_bytes: budget,
+      })
+    }
+  }
+
+  function timedOut(sent: number) {
+    cleanInARow = 0
+    size = Math.max(1, Math.min(size, Math.floor(sent / 2)))
+  }
+
+  return {
+    sizeFor,
+    succeeded,
+    batchRefused,
+    responseTooLarge,
+    timedOut,
+    /** The batch size now in use for `method` (the /metrics gauge). */
+    current: sizeFor,
+  }
+}
+
+export type BatchSizer = ReturnType<typeof createBatchSizer>

@@ -1,0 +1,222 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { createBatchSizer } from './adaptive-batch.js'
+import { createConcurrencyLimiter } from './concurrency.js'
+import { classifyError, classifyHttp, limitIn, RpcFailure, shrinks, type FailureKind, type RpcErrorObject } from './failure-kinds.js'
+import { postJson, RpcNetworkError, RpcTimeoutError, type HttpAnswer } from './http-post.js'
+
+/**
+ * The one RPC policy of the indexer, per node: every call — blocks,
+ * receipts, headers, the head — goes through here. Calls are grouped into
+ * JSON-RPC batches sized by adaptive-batch.ts, sent with at most as many in
+ * flight as concurrency.ts allows, and failures are handled by what they
+ * are: a limit makes the batch smaller (the refused calls are asked again,
+ * not counted as an attempt), a transient fault retries only the calls that
+ * failed, after a backoff or the node's Retry-After. Each call has a bounded
+ * number of attempts; past it the error goes up to the range job, which
+ * records it (there is no other retry loop below the job).
+ */
+export type TransportOptions = {
+  url: string
+  timeoutMs: number
+  /** Most calls per batch (and the starting size). */
+  maxBatchSize: number
+  /** Most bytes per batch answer, estimated from earlier answers. */
+  maxBatchBytes: number
+  /** Requests in flight at the start, and at most. */
+  concurrency: number
+  maxConcurrency: number
+  /** Attempts per call before its error is given up to the caller. */
+  maxAttempts: number
+  retryDelayMs?: number
+  observer?: TransportObserver
+}
+
+export type TransportObserver = {
+  /** One line when a node limit is learned. */
+  limitLearned?(message: string, details: Record<string, number>): void
+  batchSize?(method: string, size: number): void
+  inFlight?(inFlight: number, limit: number): void
+  failure?(kind: FailureKind): void
+  /** Every HTTP status answered (the metrics count non-2xx). */
+  response?(status: number): void
+}
+
+export type CallSpec<T> = {
+  method: string
+  /** What the byte estimate is kept per (default: the method); full blocks and headers differ a thousandfold. */
+  sizeKey?: string
+  params: readonly unknown[][]
+  /**
+   * The fast path: the whole answer text of the calls at `positions` (in
+   * that order), read without a full parse. Throw to fall back to parsing
+   * it and reading each result with `readResult`.
+   */
+  readBatch?: (text: string, positions: readonly number[]) => T[]
+  /** One call's result (null when the node has none); throws an error that no retry fixes. */
+  readResult: (result: unknown, position: number) => T
+}
+
+type Answered<T> = { done: Array<[number, T]>; failed: Array<{ positions: number[]; failure: RpcFailure }> }
+
+type RpcAnswerItem = { id?: unknown; result?: unknown; error?: RpcErrorObject }
+
+export function createTransport(options: TransportOptions) {
+  const observer = options.observer ?? {}
+  const retryDelayMs = options.retryDelayMs ?? 250
+  const sizer = createBatchSizer({
+    maxSize: options.maxBatchSize,
+    maxBytes: options.maxBatchBytes,
+    onLimit: (message, details) => observer.limitLearned?.(message, details),
+  })
+  const limiter = createConcurrencyLimiter({
+    initial: options.concurrency,
+    max: options.maxConcurrency,
+    slowMs: options.timeoutMs / 4,
+    onChange: (inFlight, limit) => observer.inFlight?.(inFlight, limit),
+  })
+
+  function bodyOf(method: string, params: readonly unknown[][], positions: readonly number[]): string {
+    const calls = positions.map((position) => ({ jsonrpc: '2.0', id: position, method, params: params[position] }))
+    // a single call goes alone, not as a batch of one: nodes without batch support answer it
+    return JSON.stringify(calls.length === 1 ? calls[0] : calls)
+  }
+
+  /** Reads an answer call by call: results, and the failed calls grouped by kind. */
+  function readItems<T>(spec: CallSpec<T>, text: string, positions: number[]): Answered<T> {
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(text)
+    } catch {
+      return { done: [], failed: [{ positions, failure: new RpcFailure('unreadable', `unreadable answer (${text.length} bytes): ${text.slice(0, 80)}`) }] }
+    }
+    if (!Array.isArray(parsed) && positions.length > 1) {
+      // one object for a batch: the batch as such was refused (Erigon: id null, "batch limit 10 exceeded")
+      const error = (parsed as RpcAnswerItem | null)?.error ?? { message: 'a single answer to a batch' }
+      return { done: [], failed: [{ positions, failure: failureOf(error, true) }] }
+    }
+    const items = (Array.isArray(parsed) ? parsed : [parsed]) as RpcAnswerItem[]
+    const byId = new Map(items.map((item) => [Number(item?.id), item]))
+    const done: Array<[number, T]> = []
+    const failedBy = new Map<string, { positions: number[]; failure: RpcFailure }>()
+    for (const position of positions) {
+      // a single call answered with an id other than ours (some proxies null it) is still its answer
+      const item = byId.get(position) ?? (positions.length === 1 && items.length === 1 ? items[0] : undefined)
+      if (item && !item.error) {
+        done.push([position, spec.readResult(item.result ?? null, position)])
+        continue
+      }
+      const failure = item?.error ? failureOf(item.error, false) : new RpcFailure('item_error', `no answer for call ${position} in the batch`)
+      const group = failedBy.get(failure.kind) ?? { positions: [], failure }
+      group.positions.push(position)
+      failedBy.set(failure.kind, group)
+    }
+    return { done, failed: [...failedBy.values()] }
+  }
+
+  function failureOf(error: RpcErrorObject, wholeBatch: boolean): RpcFailure {
+    const kind = classifyError(error, wholeBatch)
+    return new RpcFailure(kind, `${error.message ?? 'error'} (${error.code ?? 'no code'})`)
+  }
+
+  /** One HTTP request for the calls at `positions`: what came back, call by call. */
+  async function send<T>(spec: CallSpec<T>, positions: number[]): Promise<Answered<T>> {
+    let answer: HttpAnswer
+    try {
+      answer = await limiter.run(() => postJson(options.url, bodyOf(spec.method, spec.params, positions), options.timeoutMs))
+    } catch (error) {
+      if (error instanceof RpcTimeoutError) return { done: [], failed: [{ positions, failure: new RpcFailure('timeout', error.message) }] }
+      if (error instanceof RpcNetworkError) return { done: [], failed: [{ positions, failure: new RpcFailure('network', error.message) }] }
+      throw error
+    }
+    observer.response?.(answer.status)
+    limiter.answered(answer.ms)
+    if (answer.status < 200 || answer.status >= 300) return { done: [], failed: [{ positions, failure: classifyHttp(answer, positions.length) }] }
+    if (spec.readBatch) {
+      try {
+        const results = spec.readBatch(answer.text, positions)
+        sizer.succeeded(spec.sizeKey ?? spec.method, positions.length, answer.text.length)
+        return { done: results.map((result, i) => [positions[i]!, result]), failed: [] }
+      } catch {
+        // an error item, a missing result or a layout the fast path does not know: read it call by call
+      }
+    }
+    const answered = readItems(spec, answer.text, positions)
+    if (answered.failed.length === 0) sizer.succeeded(spec.sizeKey ?? spec.method, positions.length, answer.text.length)
+    // the good part of an answer cut by the size limit is what fits in it
+    if (answered.done.length > 0) for (const group of answered.failed) group.failure.answeredBytes = answer.text.length
+    return answered
+  }
+
+  /** What the transport learns from a failure of a request of `sent` calls. */
+  function react(failure: RpcFailure, sent: number) {
+    observer.failure?.(failure.kind)
+    switch (failure.kind) {
+      case 'batch_limit':
+        return sizer.batchRefused(sent, limitIn(failure.message))
+      case 'response_too_large':
+        return sizer.responseTooLarge(sent, failure.answeredBytes ?? 0)
+      case 'rate_limited':
+        return limiter.rateLimited(failure.retryAfterMs)
+      case 'timeout':
+        limiter.timedOut()
+        return sizer.timedOut(sent)
+    }
+  }
+
+  /** Results of `spec.params.length` calls of one method, in order. */
+  async function callMany<T>(spec: CallSpec<T>): Promise<T[]> {
+    const results = new Array<T>(spec.params.length)
+    const attempts = new Array<number>(spec.params.length).fill(0)
+
+    async function run(positions: number[]): Promise<void> {
+      const key = spec.sizeKey ?? spec.method
+      const size = sizer.sizeFor(key)
+      observer.batchSize?.(key, size)
+      const chunks: number[][] = []
+      for (let start = 0; start < positions.length; start += size) chunks.push(positions.slice(start, start + size))
+      await Promise.all(chunks.map(runChunk))
+    }
+
+    async function runChunk(chunk: number[]): Promise<void> {
+      const answered = await send(spec, chunk)
+      for (const [position, result] of answered.done) results[position] = result
+      await Promise.all(
+        answered.failed.map(async ({ positions, failure }) => {
+          react(failure, chunk.length)
+          // a limit met by a batch is not the calls' fault: ask again smaller; a single call that fails counts
+          const counted = !(shrinks(failure.kind) && chunk.length > 1)
+          if (counted) {
+            for (const position of positions) attempts[position]!++
+            const worst = Math.max(...positions.map((position) => attempts[position]!))
+            if (worst >= options.maxAttempts) throw new RpcFailure(failure.kind, `${spec.method}: ${failure.message} (after ${worst} attempts)`)
+            await sleep(failure.retryAfterMs ?? Math.min(10_000, retryDelayMs * 2 ** (worst - 1)))
+          }
+          await run(positions)
+        }),
+      )
+    }
+
+    await run(spec.params.map((_, position) => position))
+    return results
+  }
+
+  /** One call; its result as the node gave it (null when it has none). */
+  async function call<T>(method: string, params: unknown[] = []): Promise<T> {
+    const [result] = await callMany({ method, params: [params], readResult: (value) => value as T })
+    return result!
+  }
+
+  return {
+    callMany,
+    call,
+    batchSize: (method: string) => sizer.current(method),
+    get inFlight() {
+      return limiter.inFlight
+    },
+    get concurrency() {
+      return limiter.limit
+    },
+  }
+}
+
+export type Transport = ReturnType<typeof createTransport>
