@@ -47,9 +47,9 @@ export function entryPointSet(entryPoints: readonly string[]): ReadonlySet<strin
   return new Set(entryPoints.flatMap((address) => [address.toLowerCase(), getAddress(address)]))
 }
 
-/** True when the transaction calls an EntryPoint: its calldata may hold UserOperations. */
+/** True when the transaction calls an EntryPoint (in any letter case): its calldata may hold UserOperations. */
 export function isBundle(to: string | null | undefined, entryPoints: ReadonlySet<string>): boolean {
-  return !!to && entryPoints.has(to)
+  return !!to && (entryPoints.has(to) || entryPoints.has(to.toLowerCase()))
 }
 
 /**

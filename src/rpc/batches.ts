@@ -1,7 +1,6 @@
 import { numberToHex, type Hex } from 'viem'
-import { hasMarker } from '../attribution/marker.js'
 import type { RawReceipt, RawTransaction } from '../attribution/records.js'
-import { scanBlockBatch, type ScannedBlock } from './block-scan.js'
+import { isCandidateTransaction, scanBlockBatch, type ScannedBlock } from './block-scan.js'
 import { BlockNotFoundError, MismatchedAnswerError, ReceiptNotFoundError } from './errors.js'
 import type { Transport } from './transport.js'
 
@@ -34,7 +33,7 @@ function scannedFrom(value: unknown, number: number, entryPoints: ReadonlySet<st
     parentHash: block.parentHash,
     timestamp: Number.parseInt(block.timestamp, 16),
     txCount: transactions.length,
-    candidates: transactions.filter((tx) => hasMarker(tx.input) || (tx.to !== null && entryPoints.has(tx.to))),
+    candidates: transactions.filter((tx) => isCandidateTransaction(tx, entryPoints)),
   }
 }
 

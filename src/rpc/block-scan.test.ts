@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { MARKER_HEX } from '../attribution/marker.js'
-import { scanBlockBatch, ScanFailed } from './block-scan.js'
+import { isCandidateTransaction, scanBlockBatch, ScanFailed } from './block-scan.js'
 
 const entryPoint = '0x0000000071727de22e5e9d8baf0edac6f37da032'
 const entryPoints = new Set([entryPoint, '0x0000000071727De22E5E9d8BAf0edAc6f37da032'])
@@ -89,6 +89,66 @@ describe('scanBlockBatch', () => {
       expect(() => scanBlockBatch(text, numbers, entryPoints)).toThrow(ScanFailed)
     })
   }
+
+  describe('findings of the differential fuzz against JSON.parse (issue 11)', () => {
+    /** What the caller ends up with: the scan, or on ScanFailed the full parse with the same filter. */
+    function read(text: string, numbers: number[]) {
+      try {
+        return scanBlockBatch(text, numbers, entryPoints)
+      } catch (error) {
+        expect(error).toBeInstanceOf(ScanFailed)
+        const results = (JSON.parse(text) as Array<{ result: ReturnType<typeof block> }>).map((item) => item.result)
+        return results.map((b) => ({
+          number: Number.parseInt(b.number, 16),
+          hash: b.hash,
+          parentHash: b.parentHash,
+          timestamp: Number.parseInt(b.timestamp, 16),
+          txCount: b.transactions.length,
+          candidates: b.transactions.filter((t) => isCandidateTransaction(t, entryPoints)),
+        }))
+      }
+    }
+
+    it('an escaped quote inside a transaction string gives up (ScanFailed, never SyntaxError) and the count stays 2', () => {
+      const blocks = [block(1, [tx(0, `0x${MARKER_HEX}`, address(2), { note: 'say \"hi\" {[' }), tx(1, '0x')])]
+      const text = batch(blocks)
+      expect(text).toContain('\\"')
+      expect(() => scanBlockBatch(text, [1], entryPoints)).toThrow(ScanFailed)
+      expect(read(text, [1])).toEqual(expected(blocks))
+      expect(read(text, [1])[0]!.txCount).toBe(2)
+    })
+
+    it('a unicode-escaped key (\\u0069nput) gives up rather than missing the suffix', () => {
+      const text = batch([block(1, [tx(0, '0x'), tx(1, '0x')])]).replace('"input":"0x"', `"\\u0069nput":"0x${MARKER_HEX}"`)
+      expect(() => scanBlockBatch(text, [1], entryPoints)).toThrow(ScanFailed)
+      expect(read(text, [1])[0]!.candidates.map((t) => t.hash)).toEqual([hash(1000)])
+    })
+
+    it('a unicode-escaped value gives up too', () => {
+      const text = batch([block(1, [tx(0, '0x')])]).replace('"input":"0x"', `"input":"0x${MARKER_HEX.slice(0, -1)}\\u0031"`)
+      expect(() => scanBlockBatch(text, [1], entryPoints)).toThrow(ScanFailed)
+      expect(read(text, [1])[0]!.candidates).toHaveLength(1)
+    })
+
+    it('an EntryPoint `to` in mixed case (neither lowercase nor checksummed) is a candidate, scanned or parsed', () => {
+      const mixed = '0x0000000071727DE22E5E9D8BAF0EDAC6F37DA032'
+      const blocks = [block(1, [tx(0, '0x', mixed), tx(1, '0x')])]
+      expect(scanBlockBatch(batch(blocks), [1], entryPoints)[0]!.candidates.map((t) => t.hash)).toEqual([hash(1000)])
+      expect(isCandidateTransaction({ input: '0x', to: mixed }, entryPoints)).toBe(true)
+    })
+
+    it('a candidate that does not parse is ScanFailed, never a SyntaxError out of the range', () => {
+      // a number JSON.parse refuses, inside a transaction the scanner picks up
+      const text = batch([block(1, [tx(0, `0x${MARKER_HEX}`)])]).replace('"nonce":"0x1"', '"nonce":01')
+      expect(() => scanBlockBatch(text, [1], entryPoints)).toThrow(ScanFailed)
+    })
+
+    it('a transaction repeating its input key gives up (JSON.parse keeps the last)', () => {
+      const text = batch([block(1, [tx(0, `0x${MARKER_HEX}`)])]).replace('"nonce":"0x1"', '"nonce":"0x1","input":"0x"')
+      expect(() => scanBlockBatch(text, [1], entryPoints)).toThrow(ScanFailed)
+      expect(read(text, [1])[0]!.candidates).toEqual([])
+    })
+  })
 
   it('agrees with a full parse on random blocks', () => {
     const hex = fc.uint8Array({ maxLength: 40 }).map((bytes) => `0x${Buffer.from(bytes).toString('hex')}`)

@@ -1,6 +1,6 @@
 import type { Hex } from 'viem'
 import type { RawTransaction } from '../attribution/records.js'
-import { MARKER_HEX } from '../attribution/marker.js'
+import { hasMarker, MARKER_HEX } from '../attribution/marker.js'
 
 /**
  * Reading a batch of full blocks without parsing it.
@@ -14,10 +14,14 @@ import { MARKER_HEX } from '../attribution/marker.js'
  * than `JSON.parse` on 200-transaction blocks, and no garbage for the rest).
  *
  * It relies on what JSON-RPC block objects are: hex strings, numbers,
- * booleans, arrays and objects, with no quotes or brackets inside strings.
- * Anything it does not recognise — an error item, a null result, another
- * layout — makes it give up, and the caller parses the response the ordinary
- * way. It never guesses.
+ * booleans, arrays and objects, with no escapes inside strings. Anything it
+ * does not recognise — a backslash anywhere (an escaped quote would end a
+ * string early, `\u0069nput` would hide a key), an error item, a null
+ * result, a key given twice, a candidate that does not parse, another
+ * layout — makes it give up with ScanFailed, and the caller parses the
+ * response the ordinary way and applies the same filter
+ * (isCandidateTransaction). It never guesses, and never throws anything but
+ * ScanFailed.
  */
 
 export type ScannedBlock = {
@@ -43,6 +47,20 @@ const OPEN_BRACKET = 91
 const CLOSE_BRACKET = 93
 const TRANSACTIONS_KEY = '"transactions":['
 
+/**
+ * The filter both readings apply: the input ends with the marker, or `to`
+ * is an EntryPoint in any letter case (`entryPoints` holds lowercase
+ * spellings; nodes answer lowercase, but nothing forces them to).
+ */
+export function isCandidateTransaction(tx: { input?: unknown; to?: unknown }, entryPoints: ReadonlySet<string>): boolean {
+  if (typeof tx.input === 'string' && hasMarker(tx.input)) return true
+  return typeof tx.to === 'string' && isEntryPoint(tx.to, entryPoints)
+}
+
+function isEntryPoint(to: string, entryPoints: ReadonlySet<string>): boolean {
+  return entryPoints.has(to) || entryPoints.has(to.toLowerCase())
+}
+
 const KEY_OTHER = 0
 const KEY_INPUT = 1
 const KEY_TO = 2
@@ -63,6 +81,7 @@ function scanTransaction(text: string, start: number, entryPoints: ReadonlySet<s
   let depth = 0
   let expectKey = true
   let key = KEY_OTHER
+  let keysSeen = 0
   let candidate = false
   for (;;) {
     const c = text.charCodeAt(i)
@@ -71,10 +90,13 @@ function scanTransaction(text: string, start: number, entryPoints: ReadonlySet<s
       if (end < 0) throw new ScanFailed('unterminated string')
       if (depth === 1 && expectKey) {
         key = keyKind(text, i + 1, end - i - 1)
+        // JSON.parse keeps the last of a repeated key; the scanner would have to guess which counts
+        if (key !== KEY_OTHER && keysSeen & key) throw new ScanFailed('a transaction repeats its input or to key')
+        keysSeen |= key
       } else if (depth === 1 && key !== KEY_OTHER) {
         if (key === KEY_INPUT) {
           if (end - i - 1 >= 2 + MARKER_HEX.length && text.startsWith(MARKER_HEX, end - MARKER_HEX.length)) candidate = true
-        } else if (end - i - 1 === 42 && entryPoints.has(text.slice(i + 1, end))) {
+        } else if (end - i - 1 === 42 && isEntryPoint(text.slice(i + 1, end), entryPoints)) {
           candidate = true
         }
         key = KEY_OTHER
@@ -133,6 +155,14 @@ function enclosingObjectEnd(text: string, position: number): number {
   throw new ScanFailed('block object does not end')
 }
 
+function parseCandidate(json: string): RawTransaction {
+  try {
+    return JSON.parse(json) as RawTransaction
+  } catch {
+    throw new ScanFailed('a candidate transaction is not JSON')
+  }
+}
+
 type HeaderFields = { number: Hex; hash: Hex; parentHash: Hex; timestamp: Hex }
 
 function headerOf(json: string): HeaderFields {
@@ -153,6 +183,8 @@ function headerOf(json: string): HeaderFields {
  * when the response is not exactly one full block for each number.
  */
 export function scanBlockBatch(text: string, numbers: readonly number[], entryPoints: ReadonlySet<string>): ScannedBlock[] {
+  // one pass over the text (memchr-fast): an escape anywhere means strings may hold quotes or hide keys
+  if (text.includes('\\')) throw new ScanFailed('the response holds escaped characters')
   const byNumber = new Map<number, ScannedBlock>()
   let from = 0
   for (;;) {
@@ -168,7 +200,7 @@ export function scanBlockBatch(text: string, numbers: readonly number[], entryPo
       if (c === CLOSE_BRACKET) break
       if (c !== OPEN_BRACE) throw new ScanFailed('transactions hold something other than objects (hashes only?)')
       const { end, candidate } = scanTransaction(text, i, entryPoints)
-      if (candidate) candidates.push(JSON.parse(text.slice(i, end)) as RawTransaction)
+      if (candidate) candidates.push(parseCandidate(text.slice(i, end)))
       txCount++
       i = end
     }
