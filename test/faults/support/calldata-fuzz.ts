@@ -268,6 +268,14 @@ function invariantProblem(input: string, result: DecodeResult): string | undefin
   return undefined
 }
 
+/** One calldata input of the mix below (valid, mutated or random marked; no bundles), for other fuzzers to reuse. */
+export function hostileCalldata(random: Random): string {
+  const roll = random.next()
+  if (roll < 0.35) return `0x${randomPrefix(random)}${validSuffix(random).hex.slice(2)}`
+  if (roll < 0.8) return mutate(random, `0x${randomPrefix(random)}${validSuffix(random).hex.slice(2)}`, { keepHex: random.next() < 0.8 })
+  return randomMarked(random)
+}
+
 export function runCalldataFuzz({ seed, count }: { seed: number; count: number }): CalldataFuzzResult {
   const random = createRandom(seed)
   const result: CalldataFuzzResult = {

@@ -21,6 +21,9 @@ export type FaultKnobs = {
   lagBlocks: number
   httpRequests: number
   calldataInputs: number
+  /** Differential runs (issue 11): calldata inputs against ox, batch responses against JSON.parse. */
+  differentialCodecInputs: number
+  differentialBatches: number
 }
 
 const knobsByScale: Record<FaultScale, FaultKnobs> = {
@@ -35,6 +38,8 @@ const knobsByScale: Record<FaultScale, FaultKnobs> = {
     lagBlocks: 60,
     httpRequests: 10_000,
     calldataInputs: 1_000_000,
+    differentialCodecInputs: 300_000,
+    differentialBatches: 6_000,
   },
   reduced: {
     crashTransactions: 4_000,
@@ -47,6 +52,8 @@ const knobsByScale: Record<FaultScale, FaultKnobs> = {
     lagBlocks: 20,
     httpRequests: 2_000,
     calldataInputs: 200_000,
+    differentialCodecInputs: 60_000,
+    differentialBatches: 1_500,
   },
 }
 
