@@ -1,35 +1,42 @@
 import type { Database } from '../db/client.js'
 import type { Registry } from '../registry/register.js'
-import { readCodeStats, type CodeStats } from './code-stats.js'
-import { readLeaderboard, type Leaderboard, type LeaderboardWindow } from './leaderboard.js'
+import { listCodeAttributions, type AttributionListQuery, type ExplorerLookup } from './attributions.js'
+import { readCodeHourly, readCodeStats, type CodeStats, type HourlyWindow } from './code-stats.js'
+import { readLeaderboard, type Leaderboard, type LeaderboardQuery } from './leaderboard.js'
+import { readSummary, type SummaryWindow } from './summary.js'
 import { resolveDayWindow } from './window.js'
 
 export type CodeAnalytics = CodeStats & { code: string; registered: boolean; from: string; to: string }
 
 /**
- * Read side of the per-code totals. Everything here reads the aggregate
- * tables (`code_daily_totals`, `code_hourly_totals`), never attribution rows,
- * so a request costs the same however busy a code is.
+ * Read side of the analytics. Everything here reads the aggregate tables
+ * (code and chain totals by day and hour, unique senders) or walks an index
+ * of the attribution rows one page at a time, never scans them, so a request
+ * costs the same however busy a code is.
  */
-export function createAnalytics({ db, registry }: { db: Database; registry: Pick<Registry, 'findByCode'> }) {
+export function createAnalytics({ db, registry, explorerOf }: { db: Database; registry: Pick<Registry, 'findByCode'>; explorerOf: ExplorerLookup }) {
   /** Throws InvalidWindowError for a window that is malformed, reversed or too long. */
   async function codeAnalytics(
     code: string,
-    query: { from?: string; to?: string; chainId?: number; now?: Date } = {},
+    query: { from?: string; to?: string; chainId?: number; registry?: string; now?: Date } = {},
   ): Promise<CodeAnalytics> {
     const window = resolveDayWindow(query, query.now)
     const [stats, registered] = await Promise.all([
-      readCodeStats(db, { code, window, chainId: query.chainId }),
+      readCodeStats(db, { code, window, chainId: query.chainId, registry: query.registry }),
       registry.findByCode(code),
     ])
     return { code, registered: registered !== undefined, ...stats, from: window.from, to: window.to }
   }
 
-  async function leaderboard(query: { window: LeaderboardWindow; chainId?: number; limit: number; now?: Date }): Promise<Leaderboard> {
-    return readLeaderboard(db, query)
+  async function codeHourly(code: string, query: { window: HourlyWindow; chainId?: number; registry?: string; now?: Date }) {
+    return { code, window: query.window, ...(await readCodeHourly(db.$client, { code, ...query })) }
   }
 
-  return { codeAnalytics, leaderboard }
+  const leaderboard = (query: LeaderboardQuery): Promise<Leaderboard> => readLeaderboard(db.$client, query)
+  const summary = (query: { window: SummaryWindow; chainId?: number; now?: Date }) => readSummary(db.$client, query)
+  const attributions = (query: AttributionListQuery) => listCodeAttributions(db.$client, query, explorerOf)
+
+  return { codeAnalytics, codeHourly, leaderboard, summary, attributions }
 }
 
 export type Analytics = ReturnType<typeof createAnalytics>

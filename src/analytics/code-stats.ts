@@ -1,14 +1,17 @@
 import { and, asc, eq, gte, lte, type SQL } from 'drizzle-orm'
-import type { Database } from '../db/client.js'
+import type { Database, Sql } from '../db/client.js'
+import { firstDayOf, firstHourOf24h } from './leaderboard.js'
 import { codeDailyTotals } from '../db/schema/index.js'
 import { daysOf, type DayWindow } from './window.js'
 
 /** Successful transactions and UserOperations, their sum, the failed ones of both kinds, and suffix gas. */
 export type Totals = { transactions: number; userOperations: number; total: number; reverted: number; suffixGas: number }
 export type ChainTotals = Totals & { chainId: number }
-export type DailyPoint = { day: string; transactions: number; userOperations: number }
+/** `uniqueSenders`: exact distinct senders of the code that day (transaction `from`, UserOperation `sender`). */
+export type DailyPoint = { day: string; transactions: number; userOperations: number; uniqueSenders: number }
 
-export type CodeStats = { totals: Totals; byChain: ChainTotals[]; daily: DailyPoint[] }
+/** `uniqueSenders`: exact distinct senders over the whole window. */
+export type CodeStats = { totals: Totals; uniqueSenders: number; byChain: ChainTotals[]; daily: DailyPoint[] }
 
 type DailyRow = {
   chainId: number
@@ -36,7 +39,7 @@ function addRow(totals: Totals, row: DailyRow) {
  */
 export async function readCodeStats(
   db: Database,
-  query: { code: string; window: DayWindow; chainId?: number },
+  query: { code: string; window: DayWindow; chainId?: number; registry?: string },
 ): Promise<CodeStats> {
   const conditions: SQL[] = [
     eq(codeDailyTotals.code, query.code),
@@ -44,6 +47,8 @@ export async function readCodeStats(
     lte(codeDailyTotals.day, query.window.to),
   ]
   if (query.chainId !== undefined) conditions.push(eq(codeDailyTotals.chainId, query.chainId))
+  if (query.registry !== undefined) conditions.push(eq(codeDailyTotals.registry, query.registry))
+  const senders = readCodeSenders(db.$client, query)
   const rows: DailyRow[] = await db
     .select({
       chainId: codeDailyTotals.chainId,
@@ -59,7 +64,7 @@ export async function readCodeStats(
 
   const totals = emptyTotals()
   const byChain = new Map<number, ChainTotals>()
-  const daily = new Map<string, DailyPoint>(daysOf(query.window).map((day) => [day, { day, transactions: 0, userOperations: 0 }]))
+  const daily = new Map<string, DailyPoint>(daysOf(query.window).map((day) => [day, { day, transactions: 0, userOperations: 0, uniqueSenders: 0 }]))
   for (const row of rows) {
     addRow(totals, row)
     let chain = byChain.get(row.chainId)
@@ -70,5 +75,59 @@ export async function readCodeStats(
     if (row.kind === 'transaction') point.transactions += row.successCount
     else point.userOperations += row.successCount
   }
-  return { totals, byChain: [...byChain.values()], daily: [...daily.values()] }
+  const { perDay, overall } = await senders
+  for (const row of perDay) {
+    const point = daily.get(row.day)
+    if (point) point.uniqueSenders = row.count
+  }
+  return { totals, uniqueSenders: overall, byChain: [...byChain.values()], daily: [...daily.values()] }
+}
+
+/** Exact distinct senders per day and over the window, from `code_daily_senders` (rows with attributions left). */
+async function readCodeSenders(sql: Sql, query: { code: string; window: DayWindow; chainId?: number; registry?: string }) {
+  const filter = sql`
+    code = ${query.code} and day between ${query.window.from} and ${query.window.to} and attributions > 0
+    ${query.chainId === undefined ? sql`` : sql`and chain_id = ${query.chainId}`}
+    ${query.registry === undefined ? sql`` : sql`and registry = ${query.registry}`}`
+  const [perDay, [overall]] = await Promise.all([
+    sql<{ day: string; count: number }[]>`select day::text as day, count(distinct sender)::int as count from code_daily_senders where ${filter} group by day`,
+    sql<{ count: number }[]>`select count(distinct sender)::int as count from code_daily_senders where ${filter}`,
+  ])
+  return { perDay, overall: overall!.count }
+}
+
+export const HOURLY_WINDOWS = ['24h', '7d'] as const
+export type HourlyWindow = (typeof HOURLY_WINDOWS)[number]
+export type HourlyPoint = { hour: string; transactions: number; userOperations: number; reverted: number }
+
+const HOUR_MS = 3_600_000
+
+/**
+ * A code's hourly series over the rolling 24 hours or the last 7 UTC days
+ * (the leaderboard's windows), zero-filled, from `code_hourly_totals`.
+ */
+export async function readCodeHourly(
+  sql: Sql,
+  query: { code: string; window: HourlyWindow; chainId?: number; registry?: string; now?: Date },
+): Promise<{ from: string; hourly: HourlyPoint[] }> {
+  const now = query.now ?? new Date()
+  const from = query.window === '24h' ? firstHourOf24h(now) : new Date(`${firstDayOf('7d', now)}T00:00:00Z`)
+  const rows = await sql<{ hour: string; kind: string; success: number; reverted: number }[]>`
+    select hour, kind, success_count::float8 as success, reverted_count::float8 as reverted from code_hourly_totals
+    where code = ${query.code} and hour >= ${from.toISOString()}::timestamptz
+      ${query.chainId === undefined ? sql`` : sql`and chain_id = ${query.chainId}`}
+      ${query.registry === undefined ? sql`` : sql`and registry = ${query.registry}`}`
+  const points = new Map<string, HourlyPoint>()
+  for (let time = from.getTime(); time <= now.getTime(); time += HOUR_MS) {
+    const hour = new Date(time).toISOString()
+    points.set(hour, { hour, transactions: 0, userOperations: 0, reverted: 0 })
+  }
+  for (const row of rows) {
+    const point = points.get(new Date(row.hour).toISOString())
+    if (!point) continue
+    if (row.kind === 'transaction') point.transactions += row.success
+    else point.userOperations += row.success
+    point.reverted += row.reverted
+  }
+  return { from: from.toISOString(), hourly: [...points.values()] }
 }

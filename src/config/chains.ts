@@ -16,6 +16,8 @@ export type ChainConfig = {
   confirmations: number
   pollIntervalMs: number
   entryPoints: Address[]
+  /** Block explorer base URL (links `<explorerUrl>/tx/<hash>`); known chains have a default. */
+  explorerUrl?: string | undefined
 }
 
 const address = z.string().refine(isAddress, { error: 'must be a 0x-prefixed 20-byte address' }).transform((a) => getAddress(a))
@@ -28,6 +30,7 @@ const chainEntrySchema = z.object({
   confirmations: z.number().int().min(0).optional(),
   pollIntervalMs: z.number().int().positive().optional(),
   entryPoints: z.array(address).optional(),
+  explorerUrl: z.string().url().optional(),
 })
 
 const chainsSchema = z.array(chainEntrySchema).min(1, 'must list at least one chain')

@@ -19,6 +19,8 @@ import { createRegistry, type Registry } from '../registry/register.js'
 import { clientErrorHandler, errorBody, errorHandler, frameworkErrorHandler } from './errors.js'
 import { createAnalytics } from '../analytics/analytics.js'
 import { analyticsRoutes } from './routes/analytics.js'
+import { createExplorerLookup } from '../analytics/attributions.js'
+import { indexerStatusRoutes } from './routes/indexer-status.js'
 import { builderCodeRoutes } from './routes/builder-codes.js'
 import { dashboardRoutes } from './routes/dashboard.js'
 import { attributionRoutes } from './routes/attribution.js'
@@ -112,13 +114,19 @@ export async function createServer(deps: ServerDeps): Promise<Server> {
   await app.register(notificationRoutes, { config: deps.config, db: deps.db, redis: deps.redis, deliveryQueue: deps.deliveryQueue })
   await app.register(adminRoutes, { db: deps.db, adminToken: deps.config.ADMIN_TOKEN })
   await app.register(platformRoutes, { config: deps.config, db: deps.db })
-  await app.register(analyticsRoutes, { analytics: createAnalytics({ db: deps.db, registry }) })
+  const chains = deps.chains ?? deps.config.chains
+  await app.register(analyticsRoutes, { analytics: createAnalytics({ db: deps.db, registry, explorerOf: createExplorerLookup(chains) }) })
+  await app.register(indexerStatusRoutes, {
+    db: deps.db,
+    chainIds: chains.map((chain) => chain.chainId).filter((id): id is number => id !== undefined),
+    stuckAfterAttempts: deps.config.STUCK_RANGE_ATTEMPTS,
+  })
   await app.register(dashboardRoutes)
   const validator = createValidator({
     indexCacheMs: deps.config.VALIDATE_CACHE_MS,
     db: deps.db,
     registry,
-    chains: deps.chains ?? deps.config.chains,
+    chains,
     rpcTimeoutMs: deps.config.RPC_TIMEOUT_MS,
     logWindow: deps.config.VALIDATE_LOG_WINDOW,
   })

@@ -49,43 +49,105 @@ function attributionColumns(chainId: number, { record, code, resolution }: Attri
   }
 }
 
+/** Channel the commit and rollback statements notify; the live stream listens on it. */
+export const ATTRIBUTION_EVENTS_CHANNEL = 'attribution_events'
+
+/** The columns every aggregate is computed from, as the `returning` of an insert or delete of attribution rows. */
+const AGGREGATED_COLUMNS = 'code, chain_id, kind, status, suffix_gas, block_timestamp, sender, tx_hash, user_op_index, registry_chain_id, registry_address'
+
+type EventRange = { type: 'commit' | 'rollback'; fromBlock: number; toBlock: number | null }
+
 /**
- * The totals moved by the attribution rows in the CTE `rows` (inserted, or
- * deleted with `sign` -1), as two data-modifying CTEs: per code × chain ×
- * UTC day × kind, and per UTC hour. Rows are upserted in key order so
- * concurrent commits take the shared totals rows' locks in the same order
- * and wait for each other instead of deadlocking.
+ * Everything the attribution rows in the CTE `rows` move (inserted, or
+ * deleted with `sign` -1), as data-modifying CTEs of the statement that
+ * inserts or deletes them — so the aggregates change in the same transaction
+ * as the rows, exactly once:
+ * - per code × registry namespace × chain × UTC day (and hour) × kind totals;
+ * - per chain × day (and hour) × kind: attribution rows and distinct
+ *   successful / failed transactions and UserOperations;
+ * - exact unique senders per code × day and per chain × day, as reference
+ *   counts (a row with 0 attributions left counts no more);
+ * - one stream event per code, and a notification (sent on commit) naming them.
+ * Rows are upserted in key order so concurrent commits take the shared rows'
+ * locks in the same order and wait for each other instead of deadlocking.
  */
-function totalsCtes(sql: Sql, rows: string, sign: 1 | -1) {
-  const bucketed = (cte: string, table: string, bucket: string, bucketOf: string) => sql`
+function aggregateCtes(sql: Sql, rows: string, sign: 1 | -1, event: EventRange) {
+  const bucketedRows = sql`
+    buckets as (
+      select code, chain_id, kind, status, suffix_gas, sender, tx_hash || ':' || user_op_index as item,
+        case when registry_address is null then 'canonical' else registry_chain_id::text || ':' || lower(registry_address) end as registry,
+        (block_timestamp at time zone 'UTC')::date as day,
+        date_trunc('hour', block_timestamp, 'UTC') as hour
+      from ${sql(rows)}
+    )`
+  const codeTotals = (cte: string, table: string, bucket: 'day' | 'hour') => sql`
     ${sql(cte)} as (
-      insert into ${sql(table)} as t (code, chain_id, ${sql(bucket)}, kind, success_count, reverted_count, suffix_gas)
-      select code, chain_id, ${sql.unsafe(bucketOf)}, kind,
+      insert into ${sql(table)} as t (code, registry, chain_id, ${sql(bucket)}, kind, success_count, reverted_count, suffix_gas)
+      select code, registry, chain_id, ${sql(bucket)}, kind,
              ${sign} * count(*) filter (where status = 'success'), ${sign} * count(*) filter (where status = 'reverted'), ${sign} * sum(suffix_gas)
-      from ${sql(rows)} group by 1, 2, 3, 4 order by 1, 2, 3, 4
-      on conflict (code, chain_id, ${sql(bucket)}, kind) do update set
+      from buckets group by 1, 2, 3, 4, 5 order by 1, 2, 3, 4, 5
+      on conflict (code, registry, chain_id, ${sql(bucket)}, kind) do update set
         success_count = t.success_count + excluded.success_count,
         reverted_count = t.reverted_count + excluded.reverted_count,
         suffix_gas = t.suffix_gas + excluded.suffix_gas
       returning 1
     )`
+  // a transaction is wholly inside one range, so its rows (one per code) are all in `rows`: distinct items are exact
+  const chainTotals = (cte: string, table: string, bucket: 'day' | 'hour') => sql`
+    ${sql(cte)} as (
+      insert into ${sql(table)} as t (chain_id, ${sql(bucket)}, kind, attributions, success_count, reverted_count)
+      select chain_id, ${sql(bucket)}, kind, ${sign} * count(*),
+             ${sign} * count(distinct item) filter (where status = 'success'), ${sign} * count(distinct item) filter (where status = 'reverted')
+      from buckets group by 1, 2, 3 order by 1, 2, 3
+      on conflict (chain_id, ${sql(bucket)}, kind) do update set
+        attributions = t.attributions + excluded.attributions,
+        success_count = t.success_count + excluded.success_count,
+        reverted_count = t.reverted_count + excluded.reverted_count
+      returning 1
+    )`
   return sql`
-    ${bucketed('daily', 'code_daily_totals', 'day', "(block_timestamp at time zone 'UTC')::date")},
-    ${bucketed('hourly', 'code_hourly_totals', 'hour', "date_trunc('hour', block_timestamp, 'UTC')")}`
+    ${bucketedRows},
+    ${codeTotals('code_daily', 'code_daily_totals', 'day')},
+    ${codeTotals('code_hourly', 'code_hourly_totals', 'hour')},
+    ${chainTotals('chain_daily', 'chain_daily_totals', 'day')},
+    ${chainTotals('chain_hourly', 'chain_hourly_totals', 'hour')},
+    code_senders as (
+      insert into code_daily_senders as t (code, registry, chain_id, day, sender, attributions)
+      select code, registry, chain_id, day, sender, ${sign} * count(*) from buckets group by 1, 2, 3, 4, 5 order by 1, 2, 3, 4, 5
+      on conflict (code, registry, chain_id, day, sender) do update set attributions = t.attributions + excluded.attributions
+      returning 1
+    ),
+    chain_senders as (
+      insert into chain_daily_senders as t (chain_id, day, sender, attributions)
+      select chain_id, day, sender, ${sign} * count(*) from buckets group by 1, 2, 3 order by 2, 1, 3
+      on conflict (day, chain_id, sender) do update set attributions = t.attributions + excluded.attributions
+      returning 1
+    ),
+    events as (
+      insert into attribution_events (type, chain_id, code, registry, from_block, to_block, attributions)
+      select ${event.type}, chain_id, code, registry, ${event.fromBlock}, ${event.toBlock}, count(*)
+      from buckets group by chain_id, code, registry order by code, registry
+      returning id, chain_id
+    ),
+    notified as (
+      select pg_notify(${ATTRIBUTION_EVENTS_CHANNEL}, json_build_object(
+        'type', ${event.type}::text, 'chainId', min(chain_id), 'fromBlock', ${event.fromBlock}::bigint, 'minId', min(id), 'maxId', max(id))::text)
+      from events having count(*) > 0
+    )`
 }
 
 /**
- * Deletes the attribution rows of `chainId` above `block` and takes them out
- * of the totals, in one statement. Returns how many rows went.
+ * Deletes the attribution rows of \`chainId\` above \`block\` and takes them out
+ * of every aggregate, in one statement. Returns how many rows went.
  */
 export async function removeAttributionsAbove(sql: Sql, chainId: number, block: number): Promise<number> {
   const [row] = await sql<{ removed: number }[]>`
     with gone as (
       delete from attributions where chain_id = ${chainId} and block_number > ${block}
-      returning code, chain_id, kind, status, suffix_gas, block_timestamp
+      returning ${sql.unsafe(AGGREGATED_COLUMNS)}
     ),
-    ${totalsCtes(sql, 'gone', -1)}
-    select count(*)::int as removed from gone`
+    ${aggregateCtes(sql, 'gone', -1, { type: 'rollback', fromBlock: block + 1, toBlock: null })}
+    select count(*)::int as removed from gone, (select count(*) from notified) as n`
   return row!.removed
 }
 
@@ -148,7 +210,7 @@ export async function commitRange(db: Database, result: RangeResult): Promise<Co
              suffix text, suffix_bytes int, suffix_gas int, status text, actual_gas_cost text)
       where exists (select 1 from done)
       on conflict (chain_id, tx_hash, user_op_index, code) do nothing
-      returning code, chain_id, kind, status, suffix_gas, block_timestamp
+      returning ${sql.unsafe(AGGREGATED_COLUMNS)}
     ),
     stored_malformed as (
       insert into malformed_suffixes (chain_id, block_number, tx_hash, user_op_index, reason)
@@ -158,7 +220,8 @@ export async function commitRange(db: Database, result: RangeResult): Promise<Co
       on conflict do nothing
       returning 1
     ),
-    ${totalsCtes(sql, 'inserted', 1)}
-    select (select count(*) from done)::int as done, (select count(*) from inserted)::int as inserted`
+    ${aggregateCtes(sql, 'inserted', 1, { type: 'commit', fromBlock: job.fromBlock, toBlock: job.toBlock })}
+    select (select count(*) from done)::int as done, (select count(*) from inserted)::int as inserted,
+      (select count(*) from notified)::int as notified`
   return { committed: row!.done === 1, inserted: row!.inserted }
 }

@@ -2,7 +2,7 @@ import { createPublicClient, hexToNumber, http, type Address, type PublicClient 
 import { ChainSelectionError, toRpcFailure } from './errors.js'
 
 /** What validation needs to know of a chain. `chainId` may be unknown until the node is asked. */
-export type ChainEndpoint = { chainId: number | undefined; rpcUrl: string; entryPoints: readonly Address[] }
+export type ChainEndpoint = { chainId: number | undefined; rpcUrl: string; entryPoints: readonly Address[]; explorerUrl?: string | undefined }
 
 export type ValidationChain = {
   chainId: number

@@ -94,17 +94,19 @@ describe('GET /v1/analytics/codes/:code', () => {
       code: 'bc_alpha001',
       registered: true,
       totals: { transactions: 9, userOperations: 9, total: 18, reverted: 4, suffixGas: 1700 },
+      // senders are seeded in aggregates.test.ts, which writes them through the real commit
+      uniqueSenders: 0,
       byChain: [
         { chainId: 1, transactions: 6, userOperations: 2, total: 8, reverted: 3, suffixGas: 880 },
         { chainId: 8453, transactions: 3, userOperations: 7, total: 10, reverted: 1, suffixGas: 820 },
       ],
       daily: [
-        { day: '2025-03-01', transactions: 8, userOperations: 2 },
-        { day: '2025-03-02', transactions: 0, userOperations: 0 },
-        { day: '2025-03-03', transactions: 0, userOperations: 7 },
-        { day: '2025-03-04', transactions: 0, userOperations: 0 },
-        { day: '2025-03-05', transactions: 1, userOperations: 0 },
-        { day: '2025-03-06', transactions: 0, userOperations: 0 },
+        { day: '2025-03-01', transactions: 8, userOperations: 2, uniqueSenders: 0 },
+        { day: '2025-03-02', transactions: 0, userOperations: 0, uniqueSenders: 0 },
+        { day: '2025-03-03', transactions: 0, userOperations: 7, uniqueSenders: 0 },
+        { day: '2025-03-04', transactions: 0, userOperations: 0, uniqueSenders: 0 },
+        { day: '2025-03-05', transactions: 1, userOperations: 0, uniqueSenders: 0 },
+        { day: '2025-03-06', transactions: 0, userOperations: 0, uniqueSenders: 0 },
       ],
       from: '2025-03-01',
       to: '2025-03-06',
@@ -117,9 +119,9 @@ describe('GET /v1/analytics/codes/:code', () => {
     expect(response.body.totals).toEqual({ transactions: 3, userOperations: 7, total: 10, reverted: 1, suffixGas: 820 })
     expect(response.body.byChain.map((chain: { chainId: number }) => chain.chainId)).toEqual([8453])
     expect(response.body.daily).toEqual([
-      { day: '2025-03-01', transactions: 3, userOperations: 0 },
-      { day: '2025-03-02', transactions: 0, userOperations: 0 },
-      { day: '2025-03-03', transactions: 0, userOperations: 7 },
+      { day: '2025-03-01', transactions: 3, userOperations: 0, uniqueSenders: 0 },
+      { day: '2025-03-02', transactions: 0, userOperations: 0, uniqueSenders: 0 },
+      { day: '2025-03-03', transactions: 0, userOperations: 7, uniqueSenders: 0 },
     ])
   })
 
@@ -235,11 +237,13 @@ describe('caching headers', () => {
 
 describe('GET /v1/analytics/leaderboard', () => {
   const codesOf = (body: { entries: Array<{ code: string }> }) => body.entries.map((entry) => entry.code)
+  /** The ranking columns; the other columns are pinned in aggregates.test.ts. */
+  const ranking = (entries: Array<{ rank: number; code: string; total: number }>) => entries.map(({ rank, code, total }) => ({ rank, code, total }))
 
   it('ranks the last 7 days, ties ordered by code, reverted-only codes left out', async () => {
     const response = await request(leaderboardUrl('?window=7d'))
     expect(response.status).toBe(200)
-    expect(response.body).toEqual({
+    expect({ window: response.body.window, entries: ranking(response.body.entries) }).toEqual({
       window: '7d',
       entries: [
         { rank: 1, code: 'lb_recent', total: 7 },
@@ -253,18 +257,18 @@ describe('GET /v1/analytics/leaderboard', () => {
     expect(codesOf((await request(leaderboardUrl('?window=30d'))).body)).toEqual(['lb_month', 'lb_recent', 'lb_tie_a', 'lb_tie_b'])
     const all = (await request(leaderboardUrl('?window=all'))).body
     expect(codesOf(all).slice(0, 3)).toEqual(['lb_old', 'bc_alpha001', 'lb_month'])
-    expect(all.entries[1]).toEqual({ rank: 2, code: 'bc_alpha001', total: 118 })
+    expect(all.entries[1]).toMatchObject({ rank: 2, code: 'bc_alpha001', total: 118, walletAddress: '0x000000000000000000000000000000000000dEaD' })
     expect(codesOf(all)).not.toContain('lb_reverted')
   })
 
   it('uses hourly buckets for the rolling 24 hours', async () => {
     const response = await request(leaderboardUrl('?window=24h'))
-    expect(response.body).toEqual({ window: '24h', entries: [{ rank: 1, code: 'lb_hour', total: 3 }] })
+    expect(ranking(response.body.entries)).toEqual([{ rank: 1, code: 'lb_hour', total: 3 }])
   })
 
   it('filters by chain', async () => {
-    expect((await request(leaderboardUrl('?window=7d&chainId=10'))).body.entries).toEqual([{ rank: 1, code: 'lb_recent', total: 3 }])
-    expect((await request(leaderboardUrl('?window=24h&chainId=10'))).body.entries).toEqual([{ rank: 1, code: 'lb_hour', total: 1 }])
+    expect(ranking((await request(leaderboardUrl('?window=7d&chainId=10'))).body.entries)).toEqual([{ rank: 1, code: 'lb_recent', total: 3 }])
+    expect(ranking((await request(leaderboardUrl('?window=24h&chainId=10'))).body.entries)).toEqual([{ rank: 1, code: 'lb_hour', total: 1 }])
   })
 
   it('applies the limit after ordering', async () => {
@@ -282,6 +286,8 @@ describe('GET /v1/analytics/leaderboard', () => {
     ['limit 101', '?limit=101', 'limit'],
     ['a non-numeric limit', '?limit=ten', 'limit'],
     ['a negative chainId', '?chainId=-1', 'chainId'],
+    ['an unknown include', '?include=everything', 'include'],
+    ['an unknown format', '?format=xml', 'format'],
   ]
   for (const [name, query, field] of badQueries) {
     it(`400 naming ${field} for ${name}`, async () => {

@@ -50,6 +50,9 @@ export const ranges = pgTable(
   (t) => [
     primaryKey({ columns: [t.chainId, t.fromBlock] }),
     index('ranges_pending_idx').on(t.chainId, t.fromBlock).where(sql`${t.status} = 'pending'`),
+    // indexer status: throughput of the last minute and the latest failure, without walking every range
+    index('ranges_done_at_idx').on(t.chainId, t.doneAt).where(sql`${t.doneAt} is not null`),
+    index('ranges_last_error_at_idx').on(t.chainId, t.lastErrorAt).where(sql`${t.lastErrorAt} is not null`),
   ],
 )
 
@@ -106,11 +109,22 @@ export const attributions = pgTable(
     index('attributions_block_idx').on(t.chainId, t.blockNumber),
     index('attributions_tx_hash_idx').on(t.txHash),
     index('attributions_user_op_hash_idx').on(t.userOpHash).where(sql`${t.userOpHash} is not null`),
+    // a code's attributions newest first, paged by keyset (time, id)
+    index('attributions_code_time_idx').on(t.code, t.blockTimestamp.desc(), t.id.desc()),
   ],
 )
 
+/**
+ * The namespace a code belongs to: `canonical` for this service's registry
+ * (and codes that name no registry), `<chainId>:<address>` for a custom
+ * registry named in the suffix. The same text means different builders in
+ * different namespaces, so totals are kept apart by it.
+ */
+export const CANONICAL_REGISTRY = 'canonical'
+
 const totalsColumns = {
   code: text('code').notNull(),
+  registry: text('registry').notNull().default(CANONICAL_REGISTRY),
   chainId: integer('chain_id').notNull(),
   kind: text('kind', { enum: ['transaction', 'userOperation'] }).notNull(),
   successCount: bigint('success_count', { mode: 'number' }).notNull().default(0),
@@ -122,14 +136,91 @@ const totalsColumns = {
 export const codeDailyTotals = pgTable(
   'code_daily_totals',
   { ...totalsColumns, day: date('day', { mode: 'string' }).notNull() },
-  (t) => [primaryKey({ columns: [t.code, t.chainId, t.day, t.kind] }), index('code_daily_totals_day_idx').on(t.day)],
+  (t) => [primaryKey({ columns: [t.code, t.registry, t.chainId, t.day, t.kind] }), index('code_daily_totals_day_idx').on(t.day)],
 )
 
 /** The same totals by hour, so rolling windows (leaderboard 24h) are exact to the hour. */
 export const codeHourlyTotals = pgTable(
   'code_hourly_totals',
   { ...totalsColumns, hour: timestamp('hour', { withTimezone: true }).notNull() },
-  (t) => [primaryKey({ columns: [t.code, t.chainId, t.hour, t.kind] }), index('code_hourly_totals_hour_idx').on(t.hour)],
+  (t) => [primaryKey({ columns: [t.code, t.registry, t.chainId, t.hour, t.kind] }), index('code_hourly_totals_hour_idx').on(t.hour)],
+)
+
+/**
+ * Per chain × bucket × kind: attribution rows, and distinct successful and
+ * failed transactions / UserOperations (one carrying three codes counts once
+ * here, three times in the code totals). Summary figures read these.
+ */
+const chainTotalsColumns = {
+  chainId: integer('chain_id').notNull(),
+  kind: text('kind', { enum: ['transaction', 'userOperation'] }).notNull(),
+  attributions: bigint('attributions', { mode: 'number' }).notNull().default(0),
+  successCount: bigint('success_count', { mode: 'number' }).notNull().default(0),
+  revertedCount: bigint('reverted_count', { mode: 'number' }).notNull().default(0),
+}
+
+export const chainDailyTotals = pgTable(
+  'chain_daily_totals',
+  { ...chainTotalsColumns, day: date('day', { mode: 'string' }).notNull() },
+  (t) => [primaryKey({ columns: [t.chainId, t.day, t.kind] })],
+)
+
+export const chainHourlyTotals = pgTable(
+  'chain_hourly_totals',
+  { ...chainTotalsColumns, hour: timestamp('hour', { withTimezone: true }).notNull() },
+  (t) => [primaryKey({ columns: [t.chainId, t.hour, t.kind] })],
+)
+
+/**
+ * Exact unique senders (transaction `from`, UserOperation `sender`): one row
+ * per code × registry × chain × UTC day × sender, with the number of
+ * attribution rows behind it. Commit adds, rollback subtracts, so the count of
+ * rows with `attributions > 0` is the exact number of distinct senders.
+ */
+export const codeDailySenders = pgTable(
+  'code_daily_senders',
+  {
+    code: text('code').notNull(),
+    registry: text('registry').notNull(),
+    chainId: integer('chain_id').notNull(),
+    day: date('day', { mode: 'string' }).notNull(),
+    sender: text('sender').notNull(),
+    attributions: bigint('attributions', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.code, t.registry, t.chainId, t.day, t.sender] })],
+)
+
+/** Distinct senders per chain and day (any code), for the summary's unique senders. */
+export const chainDailySenders = pgTable(
+  'chain_daily_senders',
+  {
+    chainId: integer('chain_id').notNull(),
+    day: date('day', { mode: 'string' }).notNull(),
+    sender: text('sender').notNull(),
+    attributions: bigint('attributions', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.day, t.chainId, t.sender] })],
+)
+
+/**
+ * What the live stream sends: one row per committed or rolled-back range and
+ * code, written in the same statement as the rows it describes, so a
+ * subscriber resuming with Last-Event-ID misses nothing that committed.
+ */
+export const attributionEvents = pgTable(
+  'attribution_events',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    type: text('type', { enum: ['commit', 'rollback'] }).notNull(),
+    chainId: integer('chain_id').notNull(),
+    code: text('code').notNull(),
+    registry: text('registry').notNull(),
+    fromBlock: bigint('from_block', { mode: 'number' }).notNull(),
+    toBlock: bigint('to_block', { mode: 'number' }),
+    attributions: integer('attributions').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index('attribution_events_code_idx').on(t.code, t.id)],
 )
 
 /** Suffixes that carried the marker but could not be decoded: counted, never fatal. */

@@ -9,6 +9,10 @@ import {
   MAX_LEADERBOARD_LIMIT,
 } from '../../analytics/leaderboard.js'
 import { InvalidWindowError, MAX_WINDOW_DAYS } from '../../analytics/window.js'
+import { DEFAULT_ATTRIBUTIONS_LIMIT, InvalidCursorError, MAX_ATTRIBUTIONS_LIMIT } from '../../analytics/attributions.js'
+import { HOURLY_WINDOWS } from '../../analytics/code-stats.js'
+import { SUMMARY_WINDOWS } from '../../analytics/summary.js'
+import { sendCsv } from '../csv.js'
 import { badRequest, errorBodySchema } from '../errors.js'
 
 /**
@@ -39,8 +43,11 @@ const codeAnalyticsSchema = z
     code: z.string(),
     registered: z.boolean().describe('Whether the code is in this service’s builder-code registry'),
     totals: totalsSchema,
+    uniqueSenders: z.number().describe('Exact distinct senders (transaction from, UserOperation sender) over the window'),
     byChain: z.array(totalsSchema.extend({ chainId: z.number() })),
-    daily: z.array(z.object({ day: z.string(), transactions: z.number(), userOperations: z.number() })),
+    daily: z.array(
+      z.object({ day: z.string(), transactions: z.number(), userOperations: z.number(), uniqueSenders: z.number().describe('Exact distinct senders that day') }),
+    ),
     from: z.string().describe('First day of the window (UTC, inclusive)'),
     to: z.string().describe('Last day of the window (UTC, inclusive)'),
   })
@@ -49,9 +56,89 @@ const codeAnalyticsSchema = z
 const leaderboardSchema = z
   .object({
     window: z.enum(LEADERBOARD_WINDOWS),
-    entries: z.array(z.object({ rank: z.number(), code: z.string(), total: z.number() })),
+    entries: z.array(
+      z.object({
+        rank: z.number(),
+        code: z.string(),
+        registry: z.string().describe('`canonical` or `<chainId>:<address>` of a custom registry; each is its own namespace'),
+        total: z.number().describe('Successful transactions + UserOperations'),
+        transactions: z.number(),
+        userOperations: z.number(),
+        reverted: z.number(),
+        walletAddress: z.string().nullable().describe('Wallet of the code in this service’s registry (canonical namespace only)'),
+        share: z.number().describe('Share of the listed entries’ combined total over the whole window (0–1)'),
+        previousTotal: z.number().nullable().describe('Total over the window just before; null for `all`'),
+        change: z.number().nullable().describe('total − previousTotal'),
+        invalid: z.boolean().describe('Outside the registry rule; only listed with include=invalid'),
+      }),
+    ),
   })
   .meta({ id: 'Leaderboard' })
+
+const seriesPointSchema = z.object({
+  start: z.string().describe('Start of the hour or UTC day (ISO time)'),
+  attributions: z.number(),
+  transactions: z.number(),
+  userOperations: z.number(),
+  reverted: z.number(),
+})
+
+const summarySchema = z
+  .object({
+    window: z.enum(SUMMARY_WINDOWS),
+    chainId: z.number().optional(),
+    from: z.string().nullable(),
+    uniqueSendersFrom: z.string().nullable().describe('First UTC day the unique senders are counted over; null: all time'),
+    totals: z.object({
+      attributions: z.number().describe('Attribution rows (one per transaction or UserOperation and code)'),
+      transactions: z.number().describe('Distinct successful attributed transactions'),
+      userOperations: z.number().describe('Distinct successful attributed UserOperations'),
+      total: z.number(),
+      reverted: z.number().describe('Distinct attributed transactions and UserOperations that failed'),
+      activeCodes: z.number().describe('Distinct (code, registry) with activity in the window'),
+      uniqueSenders: z.number().describe('Exact distinct senders (error 0)'),
+    }),
+    granularity: z.enum(['hour', 'day']),
+    series: z.array(seriesPointSchema),
+  })
+  .meta({ id: 'Summary' })
+
+const hourlySchema = z
+  .object({
+    code: z.string(),
+    window: z.enum(HOURLY_WINDOWS),
+    from: z.string(),
+    hourly: z.array(z.object({ hour: z.string(), transactions: z.number(), userOperations: z.number(), reverted: z.number() })),
+  })
+  .meta({ id: 'CodeHourly' })
+
+const attributionPageSchema = z
+  .object({
+    code: z.string(),
+    attributions: z.array(
+      z.object({
+        transactionHash: z.string(),
+        kind: z.enum(['transaction', 'userOperation']),
+        userOpHash: z.string().nullable(),
+        chainId: z.number(),
+        blockNumber: z.number(),
+        timestamp: z.string().describe('Block time (ISO)'),
+        status: z.enum(['success', 'reverted']),
+        sender: z.string().describe('Transaction from, or UserOperation sender'),
+        suffixGas: z.number(),
+        schemaId: z.number(),
+        codeStatus: z.enum(['registered', 'unregistered', 'invalid', 'custom']),
+        registry: z.string(),
+        explorerUrl: z.string().nullable().describe('Transaction page on the chain’s explorer (CHAINS explorerUrl, or a known default)'),
+      }),
+    ),
+    nextCursor: z.string().optional().describe('Absent on the last page'),
+  })
+  .meta({ id: 'CodeAttributions' })
+
+const formatSchema = z.enum(['json', 'csv'], { error: 'must be json or csv' }).default('json').describe('csv answers a download (Content-Disposition)')
+const registrySchema = z.string().max(200, 'must be at most 200 characters').optional().describe('`canonical` or `<chainId>:<address>`; default all')
+const codeParams = z.object({ code: z.string().min(1, 'must not be empty').max(500, 'must be at most 500 characters') })
 
 function etagOf(payload: string): string {
   return `W/"${createHash('sha1').update(payload).digest('base64url')}"`
@@ -97,18 +184,25 @@ export const analyticsRoutes: FastifyPluginAsyncZod<{ analytics: Analytics }> = 
           '`transactions` and `userOperations` count successful ones; `reverted` the failed ones of both kinds. ' +
           'Days without activity are present with zeros. Served from aggregate tables; ETag and Cache-Control allow cheap polling.',
         // Fastify's router answers 414 for path parameters over 100 characters
-        params: z.object({ code: z.string().min(1, 'must not be empty').max(500, 'must be at most 500 characters') }),
+        params: codeParams,
         querystring: z.object({
           chainId: chainIdSchema,
           from: z.string().optional().describe('YYYY-MM-DD'),
           to: z.string().optional().describe('YYYY-MM-DD'),
+          registry: registrySchema,
+          format: formatSchema,
         }),
         response: { 200: codeAnalyticsSchema, 400: errorBodySchema },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       try {
-        return await analytics.codeAnalytics(request.params.code, request.query)
+        const result = await analytics.codeAnalytics(request.params.code, request.query)
+        if (request.query.format === 'csv') {
+          return sendCsv(reply, `${result.code}-daily-${result.from}-${result.to}.csv`, ['day', 'transactions', 'userOperations', 'uniqueSenders'],
+            result.daily.map((point) => [point.day, point.transactions, point.userOperations, point.uniqueSenders]))
+        }
+        return result
       } catch (error) {
         if (error instanceof InvalidWindowError) throw badRequest(error.field, error.reason)
         throw error
@@ -134,10 +228,115 @@ export const analyticsRoutes: FastifyPluginAsyncZod<{ analytics: Analytics }> = 
             .min(1, `must be an integer from 1 to ${MAX_LEADERBOARD_LIMIT}`)
             .max(MAX_LEADERBOARD_LIMIT, `must be an integer from 1 to ${MAX_LEADERBOARD_LIMIT}`)
             .default(DEFAULT_LEADERBOARD_LIMIT),
+          include: z.enum(['invalid'], { error: 'must be invalid' }).optional().describe('`invalid` also lists codes outside the registry rule, flagged'),
+          registry: registrySchema,
+          format: formatSchema,
         }),
         response: { 200: leaderboardSchema, 400: errorBodySchema },
       },
     },
-    async (request) => analytics.leaderboard(request.query),
+    async (request, reply) => {
+      const { include, format, ...query } = request.query
+      const result = await analytics.leaderboard({ ...query, includeInvalid: include === 'invalid' })
+      if (format !== 'csv') return result
+      return sendCsv(
+        reply,
+        `leaderboard-${result.window}${query.chainId ? `-chain-${query.chainId}` : ''}.csv`,
+        ['rank', 'code', 'registry', 'total', 'transactions', 'userOperations', 'reverted', 'walletAddress', 'share', 'previousTotal', 'change', 'invalid'],
+        result.entries.map((e) => [e.rank, e.code, e.registry, e.total, e.transactions, e.userOperations, e.reverted, e.walletAddress, e.share, e.previousTotal, e.change, e.invalid]),
+      )
+    },
+  )
+
+  app.get(
+    '/v1/analytics/summary',
+    {
+      schema: {
+        tags: ['analytics'],
+        summary: 'Whole-index totals and series over a window',
+        description:
+          'Windows as the leaderboard’s. Totals count distinct transactions and UserOperations (a transaction carrying three codes counts once; ' +
+          '`attributions` counts it three times). `uniqueSenders` is exact (reference-counted rows, error 0) over the UTC days from `uniqueSendersFrom`. ' +
+          'The series is hourly for `24h` and `7d`, daily for `30d` and `all` (the last 366 days at most).',
+        querystring: z.object({
+          window: z.enum(SUMMARY_WINDOWS, { error: `must be one of ${SUMMARY_WINDOWS.join(', ')}` }).default('24h'),
+          chainId: chainIdSchema,
+        }),
+        response: { 200: summarySchema, 400: errorBodySchema },
+      },
+    },
+    async (request) => analytics.summary(request.query),
+  )
+
+  app.get(
+    '/v1/analytics/codes/:code/hourly',
+    {
+      schema: {
+        tags: ['analytics'],
+        summary: 'Hourly series of one builder code (windows up to 7 days)',
+        description: '`24h`: the current hour and the 23 before it; `7d`: every hour of the last 7 UTC days. Zero-filled.',
+        params: codeParams,
+        querystring: z.object({
+          window: z.enum(HOURLY_WINDOWS, { error: `must be one of ${HOURLY_WINDOWS.join(', ')}` }).default('24h'),
+          chainId: chainIdSchema,
+          registry: registrySchema,
+          format: formatSchema,
+        }),
+        response: { 200: hourlySchema, 400: errorBodySchema },
+      },
+    },
+    async (request, reply) => {
+      const { format, ...query } = request.query
+      const result = await analytics.codeHourly(request.params.code, query)
+      if (format !== 'csv') return result
+      return sendCsv(reply, `${result.code}-hourly-${result.window}.csv`, ['hour', 'transactions', 'userOperations', 'reverted'],
+        result.hourly.map((point) => [point.hour, point.transactions, point.userOperations, point.reverted]))
+    },
+  )
+
+  app.get(
+    '/v1/analytics/codes/:code/attributions',
+    {
+      schema: {
+        tags: ['analytics'],
+        summary: 'A code’s attributed transactions and UserOperations, newest first',
+        description:
+          'Ordered by block time then insertion, paged by an opaque keyset cursor (`nextCursor`, absent on the last page): ' +
+          'rows indexed meanwhile never shift a page. `explorerUrl` links the transaction on the chain’s explorer when one is known.',
+        params: codeParams,
+        querystring: z.object({
+          chainId: chainIdSchema,
+          kind: z.enum(['transaction', 'userOperation'], { error: 'must be transaction or userOperation' }).optional(),
+          status: z.enum(['success', 'reverted'], { error: 'must be success or reverted' }).optional(),
+          cursor: z.string().max(200, 'must be at most 200 characters').optional(),
+          limit: z.coerce
+            .number({ error: `must be an integer from 1 to ${MAX_ATTRIBUTIONS_LIMIT}` })
+            .int(`must be an integer from 1 to ${MAX_ATTRIBUTIONS_LIMIT}`)
+            .min(1, `must be an integer from 1 to ${MAX_ATTRIBUTIONS_LIMIT}`)
+            .max(MAX_ATTRIBUTIONS_LIMIT, `must be an integer from 1 to ${MAX_ATTRIBUTIONS_LIMIT}`)
+            .default(DEFAULT_ATTRIBUTIONS_LIMIT),
+          format: formatSchema,
+        }),
+        response: { 200: attributionPageSchema, 400: errorBodySchema },
+      },
+    },
+    async (request, reply) => {
+      const { format, ...query } = request.query
+      let page
+      try {
+        page = await analytics.attributions({ code: request.params.code, ...query })
+      } catch (error) {
+        if (error instanceof InvalidCursorError) throw badRequest('cursor', error.message)
+        throw error
+      }
+      if (format !== 'csv') return page
+      if (page.nextCursor) reply.header('x-next-cursor', page.nextCursor)
+      return sendCsv(
+        reply,
+        `${page.code}-attributions.csv`,
+        ['transactionHash', 'kind', 'userOpHash', 'chainId', 'blockNumber', 'timestamp', 'status', 'sender', 'suffixGas', 'schemaId', 'codeStatus', 'registry', 'explorerUrl'],
+        page.attributions.map((a) => [a.transactionHash, a.kind, a.userOpHash, a.chainId, a.blockNumber, a.timestamp, a.status, a.sender, a.suffixGas, a.schemaId, a.codeStatus, a.registry, a.explorerUrl]),
+      )
+    },
   )
 }

@@ -1,0 +1,133 @@
+import type { Sql } from '../db/client.js'
+
+export const DEFAULT_ATTRIBUTIONS_LIMIT = 50
+export const MAX_ATTRIBUTIONS_LIMIT = 500
+
+export type AttributionListQuery = {
+  code: string
+  chainId?: number
+  kind?: 'transaction' | 'userOperation'
+  status?: 'success' | 'reverted'
+  cursor?: string
+  limit: number
+}
+
+export type AttributionItem = {
+  transactionHash: string
+  kind: 'transaction' | 'userOperation'
+  userOpHash: string | null
+  chainId: number
+  blockNumber: number
+  timestamp: string
+  status: 'success' | 'reverted'
+  sender: string
+  suffixGas: number
+  schemaId: number
+  codeStatus: 'registered' | 'unregistered' | 'invalid' | 'custom'
+  /** `canonical`, or `<chainId>:<address>` of the custom registry the suffix names. */
+  registry: string
+  explorerUrl: string | null
+}
+
+export type AttributionPage = { code: string; attributions: AttributionItem[]; nextCursor?: string }
+
+/** Thrown for a cursor this service did not hand out. */
+export class InvalidCursorError extends Error {
+  override name = 'InvalidCursorError'
+}
+
+type Position = { time: string; id: number }
+
+/** The keyset position of the last row of a page: opaque to clients, but plain data (no secret needed: it grants nothing). */
+function encodeCursor(position: Position): string {
+  return Buffer.from(`${position.time}|${position.id}`).toString('base64url')
+}
+
+function decodeCursor(cursor: string): Position {
+  const [time, id, ...rest] = Buffer.from(cursor, 'base64url').toString('utf8').split('|')
+  const parsedId = Number(id)
+  if (rest.length > 0 || !time || Number.isNaN(Date.parse(time)) || !Number.isSafeInteger(parsedId) || parsedId < 1) {
+    throw new InvalidCursorError('is not a cursor this service returned')
+  }
+  return { time: new Date(time).toISOString(), id: parsedId }
+}
+
+/** Block explorers of well-known chains; `explorerUrl` in CHAINS overrides or adds. Local devnets have none. */
+export const DEFAULT_EXPLORERS: Readonly<Record<number, string>> = {
+  1: 'https://etherscan.io',
+  10: 'https://optimistic.etherscan.io',
+  8453: 'https://basescan.org',
+  84532: 'https://sepolia.basescan.org',
+  11155111: 'https://sepolia.etherscan.io',
+}
+
+export type ExplorerLookup = (chainId: number) => string | undefined
+
+export function createExplorerLookup(chains: ReadonlyArray<{ chainId: number | undefined; explorerUrl?: string | undefined }>): ExplorerLookup {
+  const configured = new Map<number, string>()
+  for (const chain of chains) if (chain.chainId !== undefined && chain.explorerUrl) configured.set(chain.chainId, chain.explorerUrl.replace(/\/+$/, ''))
+  return (chainId) => configured.get(chainId) ?? DEFAULT_EXPLORERS[chainId]
+}
+
+type Row = {
+  id: number
+  tx_hash: string
+  kind: AttributionItem['kind']
+  user_op_hash: string | null
+  chain_id: number
+  block_number: number
+  block_timestamp: string
+  status: AttributionItem['status']
+  sender: string
+  suffix_gas: number
+  schema_id: number
+  code_status: AttributionItem['codeStatus']
+  registry_chain_id: number | null
+  registry_address: string | null
+}
+
+/**
+ * One page of a code's attributions, newest first (block time, then id),
+ * walked by keyset on the `(code, block_timestamp desc, id desc)` index:
+ * a page costs the same on the first and the thousandth page, and rows
+ * committed meanwhile never shift a page already handed out.
+ */
+export async function listCodeAttributions(sql: Sql, query: AttributionListQuery, explorerOf: ExplorerLookup): Promise<AttributionPage> {
+  const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor)
+  const rows = await sql<Row[]>`
+    select id, tx_hash, kind, user_op_hash, chain_id, block_number, block_timestamp, status, sender, suffix_gas, schema_id,
+           code_status, registry_chain_id, registry_address
+    from attributions
+    where code = ${query.code}
+      ${after ? sql`and (block_timestamp, id) < (${after.time}::timestamptz, ${after.id})` : sql``}
+      ${query.chainId === undefined ? sql`` : sql`and chain_id = ${query.chainId}`}
+      ${query.kind === undefined ? sql`` : sql`and kind = ${query.kind}`}
+      ${query.status === undefined ? sql`` : sql`and status = ${query.status}`}
+    order by block_timestamp desc, id desc
+    limit ${query.limit + 1}`
+  const page = rows.slice(0, query.limit)
+  const attributions = page.map((row): AttributionItem => {
+    const explorer = explorerOf(row.chain_id)
+    return {
+      transactionHash: row.tx_hash,
+      kind: row.kind,
+      userOpHash: row.user_op_hash,
+      chainId: row.chain_id,
+      blockNumber: Number(row.block_number),
+      timestamp: new Date(row.block_timestamp).toISOString(),
+      status: row.status,
+      sender: row.sender,
+      suffixGas: row.suffix_gas,
+      schemaId: row.schema_id,
+      codeStatus: row.code_status,
+      registry: row.registry_address === null ? 'canonical' : `${row.registry_chain_id}:${row.registry_address.toLowerCase()}`,
+      explorerUrl: explorer ? `${explorer}/tx/${row.tx_hash}` : null,
+    }
+  })
+  const last = page.at(-1)
+  return {
+    code: query.code,
+    attributions,
+    ...(rows.length > query.limit && last ? { nextCursor: encodeCursor({ time: new Date(last.block_timestamp).toISOString(), id: Number(last.id) }) } : {}),
+  }
+}

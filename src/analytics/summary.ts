@@ -1,0 +1,141 @@
+import type { Sql } from '../db/client.js'
+import { firstDayOf, firstHourOf24h, type LeaderboardWindow } from './leaderboard.js'
+import { addDays, dayOf } from './window.js'
+
+export const SUMMARY_WINDOWS = ['24h', '7d', '30d', 'all'] as const
+export type SummaryWindow = (typeof SUMMARY_WINDOWS)[number]
+
+/** Longest daily series the `all` window draws (its first days are still in the totals). */
+export const MAX_SERIES_DAYS = 366
+
+const HOUR_MS = 3_600_000
+
+export type SummaryTotals = {
+  /** Attribution rows: one per transaction or UserOperation and code. */
+  attributions: number
+  /** Distinct successful attributed transactions (one carrying several codes counts once). */
+  transactions: number
+  userOperations: number
+  total: number
+  /** Distinct attributed transactions and UserOperations that failed. */
+  reverted: number
+  /** Distinct (code, registry) pairs with any attributed activity in the window. */
+  activeCodes: number
+  /** Exact distinct senders (transaction `from`, UserOperation `sender`) over the UTC days from `uniqueSendersFrom`. */
+  uniqueSenders: number
+}
+
+export type SeriesPoint = { start: string; attributions: number; transactions: number; userOperations: number; reverted: number }
+
+export type Summary = {
+  window: SummaryWindow
+  chainId?: number
+  /** Start of the window (ISO time); null for `all` before anything is indexed. */
+  from: string | null
+  uniqueSendersFrom: string | null
+  totals: SummaryTotals
+  granularity: 'hour' | 'day'
+  series: SeriesPoint[]
+}
+
+type Bounds = { granularity: 'hour' | 'day'; start: Date | null; firstDay: string | null }
+
+async function boundsOf(sql: Sql, window: SummaryWindow, chainId: number | undefined, now: Date): Promise<Bounds> {
+  if (window === '24h') {
+    const start = firstHourOf24h(now)
+    return { granularity: 'hour', start, firstDay: dayOf(start) }
+  }
+  if (window === '7d' || window === '30d') {
+    const firstDay = firstDayOf(window, now)
+    return { granularity: window === '7d' ? 'hour' : 'day', start: new Date(`${firstDay}T00:00:00Z`), firstDay }
+  }
+  const [row] = await sql<{ day: string | null }[]>`
+    select min(day)::text as day from chain_daily_totals where ${chainId === undefined ? sql`true` : sql`chain_id = ${chainId}`}`
+  const earliest = row?.day ?? null
+  const capped = earliest && earliest < addDays(dayOf(now), -(MAX_SERIES_DAYS - 1)) ? addDays(dayOf(now), -(MAX_SERIES_DAYS - 1)) : earliest
+  return { granularity: 'day', start: capped ? new Date(`${capped}T00:00:00Z`) : null, firstDay: capped }
+}
+
+function emptyBuckets(bounds: Bounds, now: Date): Map<string, SeriesPoint> {
+  const points = new Map<string, SeriesPoint>()
+  if (!bounds.start) return points
+  const step = bounds.granularity === 'hour' ? HOUR_MS : 24 * HOUR_MS
+  for (let time = bounds.start.getTime(); time <= now.getTime(); time += step) {
+    const start = new Date(time).toISOString()
+    points.set(start, { start, attributions: 0, transactions: 0, userOperations: 0, reverted: 0 })
+  }
+  return points
+}
+
+/**
+ * Whole-index figures over a window, from the chain and code aggregate
+ * tables only. Totals and the series are exact to the bucket; `all` counts
+ * everything indexed, its series the last 366 days at most.
+ */
+export async function readSummary(
+  sql: Sql,
+  query: { window: SummaryWindow; chainId?: number; now?: Date },
+): Promise<Summary> {
+  const now = query.now ?? new Date()
+  const { chainId } = query
+  const bounds = await boundsOf(sql, query.window, chainId, now)
+  const chainFilter = chainId === undefined ? sql`true` : sql`chain_id = ${chainId}`
+  const hourly = bounds.granularity === 'hour'
+  const table = hourly ? sql`chain_hourly_totals` : sql`chain_daily_totals`
+  const bucket = hourly ? sql`hour` : sql`(day::timestamp at time zone 'UTC')`
+  // the totals of `all` include days before the series' first day
+  const totalsSince = query.window === 'all' ? null : bounds.start
+  const seriesSince = bounds.start ?? now
+
+  const [series, totals, codes, senders] = await Promise.all([
+    sql<{ start: string; kind: string; attributions: number; success: number; reverted: number }[]>`
+      select ${bucket} as start, kind, attributions::float8 as attributions, success_count::float8 as success, reverted_count::float8 as reverted
+      from ${table}
+      where ${chainFilter} and ${hourly ? sql`hour >= ${seriesSince.toISOString()}::timestamptz` : sql`day >= ${dayOf(seriesSince)}`}`,
+    query.window === 'all'
+      ? sql<{ kind: string; attributions: number; success: number; reverted: number }[]>`
+          select kind, sum(attributions)::float8 as attributions, sum(success_count)::float8 as success, sum(reverted_count)::float8 as reverted
+          from chain_daily_totals where ${chainFilter} group by kind`
+      : Promise.resolve(undefined),
+    query.window === '24h'
+      ? sql<{ count: number }[]>`
+          select count(*)::int as count from (select 1 from code_hourly_totals
+            where hour >= ${totalsSince!.toISOString()}::timestamptz and ${chainFilter} and success_count + reverted_count > 0 group by code, registry) active`
+      : sql<{ count: number }[]>`
+          select count(*)::int as count from (select 1 from code_daily_totals
+            where ${totalsSince ? sql`day >= ${dayOf(totalsSince)}` : sql`true`} and ${chainFilter} and success_count + reverted_count > 0
+            group by code, registry) active`,
+    sql<{ count: number }[]>`
+      select count(distinct sender)::int as count from chain_daily_senders
+      where ${bounds.firstDay && query.window !== 'all' ? sql`day >= ${bounds.firstDay}` : sql`true`} and ${chainFilter} and attributions > 0`,
+  ])
+
+  const points = emptyBuckets(bounds, now)
+  const sums: SummaryTotals = { attributions: 0, transactions: 0, userOperations: 0, total: 0, reverted: 0, activeCodes: 0, uniqueSenders: 0 }
+  const add = (into: { attributions: number; transactions: number; userOperations: number; reverted: number }, row: { kind: string; attributions: number; success: number; reverted: number }) => {
+    into.attributions += row.attributions
+    if (row.kind === 'transaction') into.transactions += row.success
+    else into.userOperations += row.success
+    into.reverted += row.reverted
+  }
+  for (const row of series) {
+    const point = points.get(new Date(row.start).toISOString())
+    if (point) add(point, row)
+    if (!totals) add(sums, row)
+  }
+  for (const row of totals ?? []) add(sums, row)
+  sums.total = sums.transactions + sums.userOperations
+  sums.activeCodes = codes[0]!.count
+  sums.uniqueSenders = senders[0]!.count
+  return {
+    window: query.window,
+    ...(chainId === undefined ? {} : { chainId }),
+    from: bounds.start?.toISOString() ?? null,
+    uniqueSendersFrom: query.window === 'all' ? null : bounds.firstDay,
+    totals: sums,
+    granularity: bounds.granularity,
+    series: [...points.values()],
+  }
+}
+
+export type { LeaderboardWindow }
