@@ -94,6 +94,10 @@ const envSchema = z.object({
   DEVNET: booleanFlag.default(true),
   DEVNET_PORT: port.default(8545),
   METRICS_PORT: port.optional(),
+  /** Server-sent-event subscribers one API process serves at once; more are answered 503. */
+  STREAM_MAX_SUBSCRIBERS: positiveInt.default(1_000),
+  /** Heartbeat comment interval of the attribution stream (keeps proxies from closing idle streams). */
+  STREAM_HEARTBEAT_MS: positiveInt.default(15_000),
 })
 
 export type Env = z.infer<typeof envSchema>

@@ -21,6 +21,8 @@ import { createAnalytics } from '../analytics/analytics.js'
 import { analyticsRoutes } from './routes/analytics.js'
 import { createExplorerLookup } from '../analytics/attributions.js'
 import { indexerStatusRoutes } from './routes/indexer-status.js'
+import { streamRoutes } from './routes/stream.js'
+import { createStreamHub } from '../stream/hub.js'
 import { builderCodeRoutes } from './routes/builder-codes.js'
 import { dashboardRoutes } from './routes/dashboard.js'
 import { attributionRoutes } from './routes/attribution.js'
@@ -131,5 +133,14 @@ export async function createServer(deps: ServerDeps): Promise<Server> {
     logWindow: deps.config.VALIDATE_LOG_WINDOW,
   })
   await app.register(attributionRoutes, { validator })
+  const hub = createStreamHub({
+    sql: deps.db.$client,
+    maxSubscribers: deps.config.STREAM_MAX_SUBSCRIBERS,
+    heartbeatMs: deps.config.STREAM_HEARTBEAT_MS,
+    logger: deps.logger.child({ component: 'stream' }),
+  })
+  // open streams never finish by themselves: end them first so close() can drain the rest
+  app.addHook('preClose', async () => hub.stop())
+  await app.register(streamRoutes, { hub, retryMs: 2_000 })
   return app
 }

@@ -1,0 +1,84 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
+import { z } from 'zod'
+import { TooManySubscribersError, type AttributionEvent, type StreamHub } from '../../stream/hub.js'
+import { badRequest, errorBodySchema, HttpError } from '../errors.js'
+
+/** A client that stops reading is dropped once this much is queued for it, rather than held in memory. */
+const MAX_BUFFERED_BYTES = 1_048_576
+
+const lastEventIdSchema = z.string().regex(/^\d{1,18}$/, 'must be an event id (digits)')
+
+export const streamRoutes: FastifyPluginAsyncZod<{ hub: StreamHub; retryMs: number }> = async (app, { hub, retryMs }) => {
+  app.get(
+    '/v1/attribution/stream',
+    {
+      schema: {
+        tags: ['attribution'],
+        summary: 'Live attributions (server-sent events)',
+        description:
+          '`text/event-stream`. Event `commit`: a code gained attribution rows when a block range committed; event `rollback`: ' +
+          'a reorg took them away (every block from `fromBlock` up). Data is JSON `{ id, type, chainId, code, registry, fromBlock, toBlock, attributions, at }`; ' +
+          'the SSE `id` is the event id. A comment line is sent as a heartbeat. Reconnect with `Last-Event-ID` (or `lastEventId`) ' +
+          'to receive what was missed (up to 1,000 events). Answers 503 when the server already holds its maximum of subscribers.',
+        querystring: z.object({
+          code: z.string().min(1, 'must not be empty').max(500, 'must be at most 500 characters').optional().describe('Only this code’s events'),
+          lastEventId: lastEventIdSchema.optional(),
+        }),
+        headers: z.object({ 'last-event-id': z.string().optional() }).passthrough(),
+        response: { 200: z.string().describe('text/event-stream'), 400: errorBodySchema, 503: errorBodySchema },
+      },
+    },
+    async (request, reply) => {
+      const resumeFrom = request.headers['last-event-id'] ?? request.query.lastEventId
+      if (resumeFrom !== undefined && !lastEventIdSchema.safeParse(resumeFrom).success) {
+        throw badRequest('Last-Event-ID', 'must be an event id (digits)')
+      }
+      const raw = reply.raw
+      let open = true
+      const write = (text: string) => {
+        if (!open) return
+        raw.write(text)
+        if (raw.writableLength > MAX_BUFFERED_BYTES) close()
+      }
+      const close = () => {
+        if (!open) return
+        open = false
+        raw.end()
+      }
+      const subscriber = {
+        code: request.query.code,
+        send: (event: AttributionEvent) => write(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`),
+        heartbeat: () => write(': heartbeat\n\n'),
+        close,
+      }
+      // headers go out only once the subscription is accepted, so a refusal is still an ordinary 503
+      const pending: string[] = []
+      const early: typeof subscriber = { ...subscriber, send: (event: AttributionEvent) => void pending.push(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`) }
+      let unsubscribe: () => void
+      try {
+        unsubscribe = await hub.subscribe(early, resumeFrom === undefined ? undefined : Number(resumeFrom))
+      } catch (error) {
+        if (error instanceof TooManySubscribersError) {
+          throw new HttpError(503, 'service_unavailable', `stream: ${error.message}; retry later`, undefined, { 'retry-after': '5' })
+        }
+        throw error
+      }
+      reply.hijack()
+      raw.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-store',
+        connection: 'keep-alive',
+        // proxies (nginx) must not buffer the stream
+        'x-accel-buffering': 'no',
+      })
+      raw.write(`retry: ${retryMs}\n\n`)
+      for (const text of pending) write(text)
+      // the early subscriber is swapped for the writing one: same registration, now writing straight out
+      early.send = subscriber.send
+      request.raw.on('close', () => {
+        open = false
+        unsubscribe()
+      })
+    },
+  )
+}

@@ -1,0 +1,168 @@
+import type { Sql } from '../db/client.js'
+import type { Logger } from '../logger.js'
+import { ATTRIBUTION_EVENTS_CHANNEL } from '../pipeline/commit.js'
+
+/** One row of `attribution_events` as the stream sends it. */
+export type AttributionEvent = {
+  id: number
+  type: 'commit' | 'rollback'
+  chainId: number
+  code: string
+  registry: string
+  fromBlock: number
+  /** Last block of the committed range; null for a rollback (everything from `fromBlock` up went). */
+  toBlock: number | null
+  /** Attribution rows of the code added (commit) or removed (rollback). */
+  attributions: number
+  at: string
+}
+
+export type Subscriber = { code: string | undefined; send(event: AttributionEvent): void; heartbeat(): void; close(): void }
+
+/** Thrown when the hub already serves its maximum of subscribers. */
+export class TooManySubscribersError extends Error {
+  override name = 'TooManySubscribersError'
+}
+
+/** Most events replayed to a client resuming with Last-Event-ID; older ones it must re-read from the API. */
+export const MAX_REPLAY = 1_000
+
+type EventRow = {
+  id: string | number
+  type: 'commit' | 'rollback'
+  chain_id: number
+  code: string
+  registry: string
+  from_block: string | number
+  to_block: string | number | null
+  attributions: number
+  created_at: string
+}
+
+const toEvent = (row: EventRow): AttributionEvent => ({
+  id: Number(row.id),
+  type: row.type,
+  chainId: row.chain_id,
+  code: row.code,
+  registry: row.registry,
+  fromBlock: Number(row.from_block),
+  toBlock: row.to_block === null ? null : Number(row.to_block),
+  attributions: row.attributions,
+  at: new Date(row.created_at).toISOString(),
+})
+
+type Notice = { type: 'commit' | 'rollback'; chainId: number; fromBlock: number; minId: number; maxId: number }
+
+/**
+ * Fans committed and rolled-back attributions out to server-sent-event
+ * subscribers. The commit and rollback statements write `attribution_events`
+ * rows and NOTIFY in the same transaction, so a notice arrives only for
+ * events that committed; the hub reads them once per notice (one query
+ * whatever the number of subscribers) and hands each subscriber the events
+ * of its code. One LISTEN connection per API process.
+ */
+export function createStreamHub(options: { sql: Sql; maxSubscribers: number; heartbeatMs: number; logger: Logger }) {
+  const { sql, logger } = options
+  const subscribers = new Set<Subscriber>()
+  let unlisten: (() => Promise<void>) | undefined
+  let heartbeat: NodeJS.Timeout | undefined
+
+  async function eventsOf(notice: Notice): Promise<AttributionEvent[]> {
+    const rows = await sql<EventRow[]>`
+      select id, type, chain_id, code, registry, from_block, to_block, attributions, created_at from attribution_events
+      where id between ${notice.minId} and ${notice.maxId} and type = ${notice.type} and chain_id = ${notice.chainId} and from_block = ${notice.fromBlock}
+      order by id`
+    return rows.map(toEvent)
+  }
+
+  function deliver(events: AttributionEvent[]) {
+    for (const subscriber of subscribers) {
+      for (const event of events) if (subscriber.code === undefined || subscriber.code === event.code) subscriber.send(event)
+    }
+  }
+
+  // notices are handled one after another so subscribers see events in commit order
+  let handling = Promise.resolve()
+  function onNotice(payload: string) {
+    handling = handling.then(async () => {
+      try {
+        deliver(await eventsOf(JSON.parse(payload) as Notice))
+      } catch (error) {
+        logger.error({ err: (error as Error).message }, 'stream: could not read notified events')
+      }
+    })
+  }
+
+  let listening: Promise<void> | undefined
+  let stopped = false
+
+  /** LISTENs on first use (and again after a failed attempt), so an API started while Postgres is down still starts. */
+  function start(): Promise<void> {
+    listening ??= sql.listen(ATTRIBUTION_EVENTS_CHANNEL, onNotice).then(
+      (listener) => {
+        unlisten = listener.unlisten
+        if (stopped) void listener.unlisten().catch(() => {})
+        heartbeat ??= setInterval(() => {
+          for (const subscriber of subscribers) subscriber.heartbeat()
+        }, options.heartbeatMs)
+        heartbeat.unref()
+      },
+      (error: unknown) => {
+        listening = undefined
+        throw error
+      },
+    )
+    return listening
+  }
+
+  /** Events after `lastEventId` (a resuming client), oldest first, at most MAX_REPLAY. */
+  async function replay(lastEventId: number, code: string | undefined): Promise<AttributionEvent[]> {
+    const rows = await sql<EventRow[]>`
+      select id, type, chain_id, code, registry, from_block, to_block, attributions, created_at from attribution_events
+      where id > ${lastEventId} ${code === undefined ? sql`` : sql`and code = ${code}`}
+      order by id limit ${MAX_REPLAY}`
+    return rows.map(toEvent)
+  }
+
+  /**
+   * Adds a subscriber; with `lastEventId` it first gets what it missed.
+   * Live events arriving meanwhile are held and sent after the replay,
+   * without repeats, so the client sees every id once and in order.
+   */
+  async function subscribe(subscriber: Subscriber, lastEventId?: number): Promise<() => void> {
+    if (subscribers.size >= options.maxSubscribers) throw new TooManySubscribersError(`at most ${options.maxSubscribers} stream subscribers`)
+    await start()
+    if (lastEventId === undefined) {
+      subscribers.add(subscriber)
+      return () => subscribers.delete(subscriber)
+    }
+    const held: AttributionEvent[] = []
+    const holding: Subscriber = { ...subscriber, send: (event) => held.push(event) }
+    subscribers.add(holding)
+    try {
+      const missed = await replay(lastEventId, subscriber.code)
+      let last = lastEventId
+      for (const event of [...missed, ...held.sort((a, b) => a.id - b.id)]) {
+        if (event.id <= last) continue
+        subscriber.send(event)
+        last = event.id
+      }
+    } finally {
+      subscribers.delete(holding)
+    }
+    subscribers.add(subscriber)
+    return () => subscribers.delete(subscriber)
+  }
+
+  async function stop() {
+    stopped = true
+    clearInterval(heartbeat)
+    for (const subscriber of subscribers) subscriber.close()
+    subscribers.clear()
+    await unlisten?.().catch(() => {})
+  }
+
+  return { start, subscribe, stop, size: () => subscribers.size }
+}
+
+export type StreamHub = ReturnType<typeof createStreamHub>
