@@ -4,9 +4,9 @@
  * Runs the benches (all of them, or those named) one after the other, each in
  * its own Node process so that heap state and memory figures do not leak from
  * one to the next. Each prints its tables and writes bench/results/<name>.json;
- * this harness prints a summary of the targets at the end. A bench whose
- * feature is not built yet reports "skipped" and does not fail the run; a bench
- * that crashes does (exit code 1), so CI notices when a bench rots.
+ * this harness prints a summary of the targets at the end. A bench that cannot
+ * run — its feature missing or broken — or crashes fails the run (exit code 1),
+ * so CI notices when a bench rots; nothing is ever reported as "skipped".
  *
  *   --quick     small sizes, one repetition: proves every bench still runs (CI), not how fast things are
  *   --wait-quiet  before each bench, wait (up to 15 min) until the 1-minute load average is under half the

@@ -14,7 +14,7 @@ export type BenchOutcome =
 
 export type Bench = (options: BenchOptions) => Promise<BenchOutcome>
 
-/** Thrown by a bench when a feature it measures is not built yet: reported as skipped, never as a failure. */
+/** Thrown by a bench when a feature it measures is missing or broken: the bench fails (it is never reported as skipped). */
 export class FeatureMissing extends Error {
   override name = 'FeatureMissing'
 }
@@ -40,22 +40,17 @@ export async function runBench(name: string, bench: Bench, options: BenchOptions
     const outcome = await bench(options)
     const durationMs = Date.now() - startedAt.getTime()
     if ('skipped' in outcome) {
-      result = { ...base, status: 'skipped', reason: outcome.skipped, durationMs, params: outcome.params ?? {}, figures: {}, targets: [] }
-      process.stdout.write(`\n${name}: skipped: ${outcome.skipped}\n`)
+      result = { ...base, status: 'failed', reason: `cannot run: ${outcome.skipped}`, durationMs, params: outcome.params ?? {}, figures: {}, targets: [] }
+      process.stderr.write(`\n${name}: FAILED: cannot run: ${outcome.skipped}\n`)
     } else {
       result = { ...base, status: 'ok', durationMs, ...outcome }
       printTargets(outcome.targets)
     }
   } catch (error) {
     const durationMs = Date.now() - startedAt.getTime()
-    if (error instanceof FeatureMissing) {
-      result = { ...base, status: 'skipped', reason: error.message, durationMs, params: {}, figures: {}, targets: [] }
-      process.stdout.write(`\n${name}: skipped: ${error.message}\n`)
-    } else {
-      const reason = error instanceof Error ? (error.stack ?? error.message) : String(error)
-      result = { ...base, status: 'failed', reason, durationMs, params: {}, figures: {}, targets: [] }
-      process.stderr.write(`\n${name}: FAILED: ${reason}\n`)
-    }
+    const reason = error instanceof FeatureMissing ? `cannot run: ${error.message}` : error instanceof Error ? (error.stack ?? error.message) : String(error)
+    result = { ...base, status: 'failed', reason, durationMs, params: {}, figures: {}, targets: [] }
+    process.stderr.write(`\n${name}: FAILED: ${reason}\n`)
   }
   result.loadAverage.atEnd = os.loadavg()[0]!
   const path = writeResult(result)

@@ -97,9 +97,10 @@ export type IndexerSettings = {
   chainId: number
   databaseUrl: string
   queuePrefix: string
-  workerConcurrency: number
-  rangeSize: number
-  rpcBatchSize: number
+  /** Unset: the indexer's default. */
+  workerConcurrency?: number
+  rangeSize?: number
+  rpcBatchSize?: number
   pollIntervalMs: number
   /** Extra environment (overrides). */
   env?: Record<string, string>
@@ -125,9 +126,9 @@ export async function startIndexerProcess(settings: IndexerSettings): Promise<In
     QUEUE_PREFIX: settings.queuePrefix,
     PORT: String(port),
     LOG_LEVEL: 'warn',
-    WORKER_CONCURRENCY: String(settings.workerConcurrency),
-    RANGE_SIZE: String(settings.rangeSize),
-    RPC_BATCH_SIZE: String(settings.rpcBatchSize),
+    ...(settings.workerConcurrency !== undefined && { WORKER_CONCURRENCY: String(settings.workerConcurrency) }),
+    ...(settings.rangeSize !== undefined && { RANGE_SIZE: String(settings.rangeSize) }),
+    ...(settings.rpcBatchSize !== undefined && { RPC_BATCH_SIZE: String(settings.rpcBatchSize) }),
     POLL_INTERVAL_MS: String(settings.pollIntervalMs),
     ...settings.env,
   }

@@ -18,11 +18,31 @@ import {
   type Verification,
 } from './indexer.js'
 
+/** Unset fields take the indexer's defaults (what an operator gets without tuning). */
 export type PipelineSettings = {
-  workerConcurrency: number
-  rangeSize: number
-  rpcBatchSize: number
+  workerConcurrency?: number
+  rangeSize?: number
+  rpcBatchSize?: number
   pollIntervalMs: number
+  env?: Record<string, string>
+}
+
+/** The transport's gauges as the indexer's /metrics shows them at the end of a run. */
+export type TransportState = { blockBatchSize: number | undefined; concurrencyLimit: number | undefined; failures: Record<string, number> }
+
+async function transportStateOf(url: string): Promise<TransportState> {
+  const text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(5_000) })).text()
+  const gauge = (pattern: RegExp) => {
+    const match = pattern.exec(text)
+    return match ? Number(match[1]) : undefined
+  }
+  const failures: Record<string, number> = {}
+  for (const match of text.matchAll(/^indexer_rpc_failures_total\{[^}]*kind="([^"]+)"[^}]*\} (\d+)/gm)) failures[match[1]!] = Number(match[2])
+  return {
+    blockBatchSize: gauge(/^indexer_rpc_batch_size\{[^}]*call="eth_getBlockByNumber\(full\)"[^}]*\} (\d+)/m),
+    concurrencyLimit: gauge(/^indexer_rpc_concurrency_limit\{[^}]*\} (\d+)/m),
+    failures,
+  }
 }
 
 export type MemorySample = {
@@ -134,6 +154,8 @@ export type PipelineRun = {
   /** Monotonic-clock window (µs) from release to completion, to cut the indexer's CPU profile (bench/profile-top.ts). */
   profileWindow: string
   rpc: Pick<ReplayStats, 'calls' | 'unsupported' | 'requests' | 'batches' | 'fullBlocksServed' | 'headerBlocksServed'>
+  /** Where the adaptive transport settled. */
+  transport: TransportState
 }
 
 /**
@@ -190,6 +212,7 @@ export async function runBackfill(options: {
       await sleep(25)
     }
     await Promise.all(pendingHeaps)
+    const transport = await transportStateOf(ready.indexer.url)
     const profileWindow = `${releasedAtUs}:${process.hrtime.bigint() / 1000n}`
     const stats = await options.replay.stats()
     const startedAt = stats.firstBlockRequestAt ?? releasedAt
@@ -211,6 +234,7 @@ export async function runBackfill(options: {
         fullBlocksServed: stats.fullBlocksServed,
         headerBlocksServed: stats.headerBlocksServed,
       },
+      transport,
     }
   } finally {
     await ready.dispose()

@@ -137,15 +137,15 @@ describe('release schedule', () => {
 describe('floor', () => {
   it('downloads and parses every block of the range once', async () => {
     server.release({ head: chain.lastBlock })
-    const result = await measureFloor({ url: server.url, from: 1, to: chain.lastBlock, rangeSize: 5, batchSize: 2, concurrency: 3 })
+    const result = await measureFloor({ url: server.url, from: 1, to: chain.lastBlock, batchSize: 5, concurrency: 3 })
     expect(result.blocks).toBe(chain.lastBlock)
     expect(result.transactions).toBe(truth.transactions)
-    // ranges 1-5, 6-10, 11-12 in batches of at most 2 blocks
-    expect(result.requests).toBe(3 + 3 + 1)
+    // 12 blocks in batches of at most 5
+    expect(result.requests).toBe(3)
   })
 
   it('downloads the same blocks through the indexer\'s RPC client', async () => {
-    const result = await measureFloor({ url: server.url, from: 1, to: chain.lastBlock, rangeSize: 5, batchSize: 2, concurrency: 3, client: 'indexer-rpc' })
+    const result = await measureFloor({ url: server.url, from: 1, to: chain.lastBlock, batchSize: 2, concurrency: 3, client: 'indexer-rpc' })
     expect(result.blocks).toBe(chain.lastBlock)
     expect(result.transactions).toBe(truth.transactions)
   })

@@ -119,6 +119,11 @@ export function createTransport(options: TransportOptions) {
   }
 
   /** One HTTP request for the calls at `positions`: what came back, call by call. */
+  function succeeded(key: string, calls: number, bytes: number) {
+    sizer.succeeded(key, calls, bytes)
+    observer.batchSize?.(key, sizer.sizeFor(key))
+  }
+
   async function send<T>(spec: CallSpec<T>, positions: number[]): Promise<Answered<T>> {
     let answer: HttpAnswer
     try {
@@ -134,14 +139,14 @@ export function createTransport(options: TransportOptions) {
     if (spec.readBatch) {
       try {
         const results = spec.readBatch(answer.text, positions)
-        sizer.succeeded(spec.sizeKey ?? spec.method, positions.length, answer.text.length)
+        succeeded(spec.sizeKey ?? spec.method, positions.length, answer.text.length)
         return { done: results.map((result, i) => [positions[i]!, result]), failed: [] }
       } catch {
         // an error item, a missing result or a layout the fast path does not know: read it call by call
       }
     }
     const answered = readItems(spec, answer.text, positions)
-    if (answered.failed.length === 0) sizer.succeeded(spec.sizeKey ?? spec.method, positions.length, answer.text.length)
+    if (answered.failed.length === 0) succeeded(spec.sizeKey ?? spec.method, positions.length, answer.text.length)
     // the good part of an answer cut by the size limit is what fits in it
     if (answered.done.length > 0) for (const group of answered.failed) group.failure.answeredBytes = answer.text.length
     return answered
