@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { GroundTruth } from '../../src/devnet/ledger.js'
+import { commitRange } from '../../src/pipeline/commit.js'
 import { createRegistry } from '../../src/registry/register.js'
 import { request, startTestApi, type TestApi } from '../support/api.js'
 import { sendMixedTraffic, startTestChain, type TestChain } from '../support/chain.js'
@@ -18,6 +19,7 @@ import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis 
  */
 const OUTPUT_DIR = fileURLToPath(new URL('../../test-output/', import.meta.url))
 export const SCREENSHOT = `${OUTPUT_DIR}dashboard.png`
+const EXPLORER = 'https://explorer.example'
 
 const CHROMIUM_ARGS = [
   '--headless',
@@ -37,6 +39,8 @@ let api: TestApi
 let truth: GroundTruth
 let browser: Browser
 let page: Page
+/** The code the page shows after the search test. */
+let shownCode = ''
 const foreignRequests: string[] = []
 const pageErrors: string[] = []
 
@@ -48,7 +52,14 @@ beforeAll(async () => {
   truth = await sendMixedTraffic(chain, { transactions: 72, blocks: 8, registeredCodes: codes })
   const head = Number(await chain.client.getBlockNumber())
   await indexThrough({ database, redis, chains: [chain.config], chainId: chain.chainId, head })
-  api = await startTestApi({ db: database.db, databaseUrl: database.url, redisUrl: redis.url, env: { RPC_URL: chain.rpcUrl } })
+  // a configured explorer: transaction hashes link out to it, UserOperation hashes to the validate panel
+  api = await startTestApi({
+    db: database.db,
+    databaseUrl: database.url,
+    redisUrl: redis.url,
+    env: { RPC_URL: chain.rpcUrl },
+    deps: { chains: [{ ...chain.config, explorerUrl: EXPLORER }] },
+  })
 
   browser = await chromium.launch({ executablePath: locateChromium(), args: CHROMIUM_ARGS })
   page = await browser.newPage({ viewport: { width: 1200, height: 900 } })
@@ -98,7 +109,44 @@ describe('dashboard page', () => {
     const rows = page.locator('#leaderboard tbody tr')
     await expect.poll(() => rows.count()).toBe(api7d.body.entries.length)
     const shown = await rows.evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)))
-    expect(shown).toEqual(api7d.body.entries.map((entry: { rank: number; code: string; total: number }) => [String(entry.rank), entry.code, entry.total.toLocaleString('en-US')]))
+    type Entry = { rank: number; code: string; total: number; transactions: number; userOperations: number; reverted: number; registry: string }
+    expect(shown.map((cells) => [...cells.slice(0, 6), cells[8]])).toEqual(
+      api7d.body.entries.map((entry: Entry) => [
+        String(entry.rank), entry.code, ...[entry.total, entry.transactions, entry.userOperations, entry.reverted].map((n) => n.toLocaleString('en-US')), entry.registry,
+      ]),
+    )
+  })
+
+  it('shows the indexer status and the summary the API returns', async () => {
+    const status = await request(`${api.url}/v1/indexer/status`)
+    const chainStatus = status.body.chains.find((entry: { chainId: number }) => entry.chainId === chain.chainId)
+    const badge = page.locator(`#status .chain[data-chain-id="${chain.chainId}"]`)
+    await badge.waitFor()
+    const text = await badge.textContent()
+    expect(text).toContain(`head ${chainStatus.headBlock.toLocaleString('en-US')}`)
+    expect(text).toContain(`indexed ${chainStatus.indexedBlock.toLocaleString('en-US')}`)
+    expect(text).toContain(`${chainStatus.rangesPending} pending · ${chainStatus.rangesStuck} stuck`)
+
+    const summary = await request(`${api.url}/v1/analytics/summary?window=7d`)
+    expect(summary.body.totals.attributions).toBe(truth.attributions.length)
+    for (const key of ['attributions', 'transactions', 'userOperations', 'reverted', 'activeCodes', 'uniqueSenders']) {
+      await expect.poll(() => numberIn(`#summary-${key}`), { message: key }).toBe(summary.body.totals[key])
+    }
+    // the chain filter offers the indexed chain and narrows the figures
+    await page.selectOption('#chain-select', String(chain.chainId))
+    const oneChain = await request(`${api.url}/v1/analytics/summary?window=7d&chainId=${chain.chainId}`)
+    await expect.poll(() => numberIn('#summary-attributions')).toBe(oneChain.body.totals.attributions)
+    await page.selectOption('#chain-select', '')
+  })
+
+  it('lists invalid codes only when asked, flagged', async () => {
+    const withInvalid = await request(`${api.url}/v1/analytics/leaderboard?window=7d&limit=20&include=invalid`)
+    const invalid = withInvalid.body.entries.filter((entry: { invalid: boolean }) => entry.invalid)
+    expect(invalid.length).toBeGreaterThan(0)
+    await page.check('#include-invalid')
+    await expect.poll(() => page.locator('#leaderboard tbody tr.invalid').count()).toBe(invalid.length)
+    await page.uncheck('#include-invalid')
+    await expect.poll(() => page.locator('#leaderboard tbody tr.invalid').count()).toBe(0)
   })
 
   it('searches a code and shows the API’s totals and a uPlot chart of its daily series', async () => {
@@ -130,6 +178,83 @@ describe('dashboard page', () => {
     expect(legend).toContain('UserOperations')
     const plotted = await page.locator('#chart .uplot canvas').evaluate((canvas) => (canvas as unknown as { width: number }).width)
     expect(plotted).toBeGreaterThan(100)
+    shownCode = code
+  })
+
+  it('lists the code’s attributions with working links', async () => {
+    const fromApi = await request(`${api.url}/v1/analytics/codes/${encodeURIComponent(shownCode)}/attributions?limit=25`)
+    const rows = page.locator('#attributions tbody tr')
+    await expect.poll(() => rows.count()).toBe(fromApi.body.attributions.length)
+    const first = fromApi.body.attributions[0]
+    const txLink = rows.first().locator('td:nth-child(3) a')
+    expect(await txLink.getAttribute('href')).toBe(`${EXPLORER}/tx/${first.transactionHash}`)
+    expect(await txLink.getAttribute('title')).toBe(first.transactionHash)
+
+    // a UserOperation hash opens the validate panel on it, which answers from the index
+    const op = fromApi.body.attributions.find((item: { userOpHash: string | null }) => item.userOpHash)
+    const opRow = page.locator(`#attributions tbody tr[data-key="${op.chainId}:${op.transactionHash}:${op.userOpHash}"]`)
+    await opRow.locator('td:nth-child(4) a').click()
+    await expect.poll(() => page.locator('#validate-hash').inputValue()).toBe(op.userOpHash)
+    await expect.poll(() => page.locator('#validate-json').textContent()).toContain(op.userOpHash)
+    const shown = JSON.parse((await page.locator('#validate-json').textContent())!)
+    expect([shown.attributed, shown.type, shown.userOpHash, shown.blockNumber]).toEqual([true, 'userOperation', op.userOpHash, op.blockNumber])
+  })
+
+  it('shows a new commit within 2 seconds, through the stream', async () => {
+    const before = await numberIn('#total-total')
+    const txHash = `0x${'ab'.repeat(32)}` as const
+    const block = 1_000_000
+    const job = { chainId: chain.chainId, fromBlock: block, toBlock: block, parentHash: `0x${'01'.repeat(32)}` as const, toHash: `0x${'02'.repeat(32)}` as const }
+    await database.db.$client`insert into ranges (chain_id, from_block, to_block, parent_hash, to_hash) values (${job.chainId}, ${block}, ${block}, ${job.parentHash}, ${job.toHash})`
+    const attribution = { kind: 'attributed' as const, schemaId: 0 as const, codes: [shownCode], entries: [{ code: shownCode, role: 'service' as const, valid: true }], suffix: '0x00' as const, suffixBytes: 1, suffixGas: 4 }
+    // the real commit statement, as a worker would run it, for a block far above the test chain's
+    const outcome = await commitRange(database.db, {
+      job,
+      blocks: [],
+      txCount: 1,
+      rows: [{
+        code: shownCode,
+        record: {
+          kind: 'transaction', txHash, txIndex: 0, blockNumber: block, blockHash: job.toHash, blockTimestamp: Math.floor(Date.now() / 1000),
+          userOpIndex: -1, userOpHash: undefined, sender: chain.wallets.traffic[0]!.address, target: null, status: 'success', actualGasCost: undefined,
+          attribution: attribution as never,
+        },
+        resolution: { status: 'registered', wallet: null, registry: null },
+      }],
+      malformed: [],
+    })
+    expect(outcome).toEqual({ committed: true, inserted: 1 })
+    const row = page.locator(`#attributions tbody tr[data-key="${chain.chainId}:${txHash}:"]`)
+    await row.waitFor({ timeout: 2_000 })
+    expect(await row.getAttribute('class')).toBe('flash')
+    await expect.poll(() => numberIn('#total-total'), { timeout: 2_000 }).toBe(before + 1)
+    await mkdir(OUTPUT_DIR, { recursive: true })
+    await page.screenshot({ path: `${OUTPUT_DIR}dashboard-live.png`, fullPage: true })
+  })
+
+  it('fits a 420 px wide screen without sideways scrolling', async () => {
+    const narrow = await browser.newPage({ viewport: { width: 420, height: 900 } })
+    try {
+      await narrow.goto(`${api.url}/dashboard#code=${encodeURIComponent(shownCode)}`)
+      await narrow.locator('#attributions tbody tr').first().waitFor()
+      await narrow.locator('#leaderboard tbody tr').first().waitFor()
+      // evaluated in the page (no DOM types in this project's compilation)
+      const widths = await narrow.evaluate('({ scroll: document.documentElement.scrollWidth, body: document.body.scrollWidth })') as { scroll: number; body: number }
+      expect(widths.scroll).toBeLessThanOrEqual(420)
+      expect(widths.body).toBeLessThanOrEqual(420)
+      await mkdir(OUTPUT_DIR, { recursive: true })
+      await narrow.screenshot({ path: `${OUTPUT_DIR}dashboard-420.png`, fullPage: true })
+    } finally {
+      await narrow.close()
+    }
+  })
+
+  it('redirects / to the page and serves a favicon', async () => {
+    const root = await fetch(`${api.url}/`, { redirect: 'manual' })
+    expect([root.status, root.headers.get('location')]).toEqual([302, '/dashboard'])
+    const icon = await fetch(`${api.url}/favicon.ico`)
+    expect([icon.status, icon.headers.get('content-type')]).toEqual([200, 'image/svg+xml'])
+    expect(await icon.text()).toMatch(/^<svg/)
   })
 
   it('runs the validation form and shows the decoded result', async () => {

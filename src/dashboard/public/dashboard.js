@@ -1,13 +1,19 @@
 // The dashboard draws only what the API answers: every number on the page
-// comes from /v1/analytics and /v1/attribution, the chart is uPlot's.
+// comes from /v1/analytics, /v1/indexer and /v1/attribution, the charts are
+// uPlot's. Updates come from the attribution stream (server-sent events),
+// not from polling: a commit or rollback refreshes what it can change.
 import uPlot from './uPlot.esm.js'
 
-const REFRESH_MS = 15_000
 const $ = (selector) => document.querySelector(selector)
 const formatNumber = new Intl.NumberFormat('en-US')
+const formatPercent = new Intl.NumberFormat('en-US', { style: 'percent', maximumFractionDigits: 1 })
+/** Status has no event of its own (head moves without commits): re-read it this often. */
+const STATUS_REFRESH_MS = 10_000
 
 let chart
+let summaryChart
 let current // { code, chainId, from, to } of the code on screen
+let attributionsCursor
 
 class ApiError extends Error {}
 
@@ -36,6 +42,12 @@ function query(params) {
   return text ? `?${text}` : ''
 }
 
+function setNumber(selector, value) {
+  const element = $(selector)
+  element.textContent = formatNumber.format(value)
+  element.dataset.value = String(value)
+}
+
 function cell(row, text) {
   const td = document.createElement('td')
   td.textContent = text
@@ -51,11 +63,8 @@ function renderTotals(data) {
   badge.textContent = data.registered ? 'registered' : 'not registered'
   badge.className = `badge ${data.registered ? 'yes' : 'no'}`
   $('#code-window').textContent = `${data.from} → ${data.to} (UTC)`
-  for (const key of ['total', 'transactions', 'userOperations', 'reverted', 'suffixGas']) {
-    const element = $(`#total-${key}`)
-    element.textContent = formatNumber.format(data.totals[key])
-    element.dataset.value = String(data.totals[key])
-  }
+  for (const key of ['total', 'transactions', 'userOperations', 'reverted', 'suffixGas']) setNumber(`#total-${key}`, data.totals[key])
+  setNumber('#total-uniqueSenders', data.uniqueSenders)
   const body = $('#by-chain tbody')
   body.replaceChildren()
   for (const chain of data.byChain) {
@@ -69,40 +78,131 @@ function renderTotals(data) {
   $('#code-result').hidden = false
 }
 
-function chartWidth() {
-  return Math.max(320, $('#chart').clientWidth || 800)
+function chartWidth(element) {
+  return Math.max(260, element.clientWidth || 800)
 }
 
-function renderChart(daily) {
-  const days = daily.map((point) => Date.parse(`${point.day}T00:00:00Z`) / 1000)
-  const data = [days, daily.map((point) => point.transactions), daily.map((point) => point.userOperations)]
-  if (chart) {
-    chart.setData(data)
-    return
+const isHourly = (times) => times.length > 1 && times[1] - times[0] < 86_400
+
+/** A two-line uPlot chart (transactions, UserOperations) over hourly or daily points; times in seconds. */
+function drawSeries(existing, element, times, transactions, userOperations, height) {
+  const data = [times, transactions, userOperations]
+  if (existing && existing.hourly === isHourly(times)) {
+    existing.plot.setData(data)
+    return existing
   }
-  chart = new uPlot(
+  existing?.plot.destroy()
+  const hourly = isHourly(times)
+  const plot = new uPlot(
     {
-      width: chartWidth(),
-      height: 280,
+      width: chartWidth(element),
+      height,
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
-      scales: { y: { range: (_u, min, max) => [0, Math.max(1, max)] } },
-      axes: [{}, { label: 'per day' }],
+      scales: { y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
+      axes: [{}, { label: hourly ? 'per hour' : 'per day' }],
       series: [
-        { label: 'Day', value: (_u, ts) => (ts == null ? '' : new Date(ts * 1000).toISOString().slice(0, 10)) },
+        { label: hourly ? 'Hour' : 'Day', value: (_u, ts) => (ts == null ? '' : new Date(ts * 1000).toISOString().slice(0, hourly ? 16 : 10).replace('T', ' ')) },
         { label: 'Transactions', stroke: '#2754c5', fill: 'rgba(39,84,197,0.08)', width: 2 },
         { label: 'UserOperations', stroke: '#d9480f', fill: 'rgba(217,72,15,0.08)', width: 2 },
       ],
     },
     data,
-    $('#chart'),
+    element,
   )
+  return { plot, hourly }
+}
+
+function renderChart(points, timeOf) {
+  const times = points.map((point) => Date.parse(timeOf(point)) / 1000)
+  chart = drawSeries(chart, $('#chart'), times, points.map((p) => p.transactions), points.map((p) => p.userOperations), 280)
+}
+
+function codeQuery(params, extra = {}) {
+  return query({ chainId: params.chainId, ...extra })
 }
 
 async function loadCode(params) {
-  const data = await getJson(`/v1/analytics/codes/${encodeURIComponent(params.code)}${query({ chainId: params.chainId, from: params.from, to: params.to })}`)
+  const path = `/v1/analytics/codes/${encodeURIComponent(params.code)}`
+  const granularity = $('#granularity-select').value
+  const [data, hourly] = await Promise.all([
+    getJson(`${path}${query({ chainId: params.chainId, from: params.from, to: params.to })}`),
+    granularity === 'daily' ? undefined : getJson(`${path}/hourly${codeQuery(params, { window: granularity })}`),
+  ])
   renderTotals(data)
-  renderChart(data.daily)
+  if (hourly) renderChart(hourly.hourly, (point) => point.hour)
+  else renderChart(data.daily, (point) => `${point.day}T00:00:00Z`)
+  $('#series-csv').href =
+    granularity === 'daily'
+      ? `${path}${query({ chainId: params.chainId, from: params.from, to: params.to, format: 'csv' })}`
+      : `${path}/hourly${codeQuery(params, { window: granularity, format: 'csv' })}`
+  $('#attributions-csv').href = `${path}/attributions${codeQuery(params, { format: 'csv', limit: 500 })}`
   current = params
+  await loadAttributions(params, false)
+}
+
+// --- a code's attributions ---
+
+function hashLink(text, href, onClick) {
+  const link = document.createElement('a')
+  link.textContent = `${text.slice(0, 10)}…${text.slice(-6)}`
+  link.title = text
+  link.href = href
+  if (onClick) link.addEventListener('click', onClick)
+  else {
+    link.target = '_blank'
+    link.rel = 'noopener noreferrer'
+  }
+  return link
+}
+
+/** Checks one attribution in the validate panel: the link for chains without a known explorer. */
+function validateLink(type, hash, chainId) {
+  const href = `/v1/attribution/validate${query({ type, hash, chainId })}`
+  return hashLink(hash, href, (event) => {
+    event.preventDefault()
+    $('#validate-type').value = type
+    $('#validate-hash').value = hash
+    $('#validate-chain').value = String(chainId)
+    validate()
+    $('#validate-panel').scrollIntoView({ block: 'start' })
+  })
+}
+
+function attributionRow(item) {
+  const row = document.createElement('tr')
+  row.dataset.key = `${item.chainId}:${item.transactionHash}:${item.userOpHash ?? ''}`
+  cell(row, item.timestamp.slice(0, 19).replace('T', ' '))
+  cell(row, item.kind)
+  const tx = cell(row, '')
+  tx.className = 'hash'
+  tx.append(item.explorerUrl ? hashLink(item.transactionHash, item.explorerUrl) : validateLink('transaction', item.transactionHash, item.chainId))
+  const op = cell(row, '')
+  op.className = 'hash'
+  if (item.userOpHash) op.append(validateLink('userOperation', item.userOpHash, item.chainId))
+  cell(row, String(item.chainId))
+  cell(row, formatNumber.format(item.blockNumber))
+  cell(row, item.status)
+  cell(row, formatNumber.format(item.suffixGas))
+  cell(row, String(item.schemaId))
+  cell(row, item.registry)
+  return row
+}
+
+async function loadAttributions(params, more) {
+  const page = await getJson(
+    `/v1/analytics/codes/${encodeURIComponent(params.code)}/attributions${codeQuery(params, { limit: 25, cursor: more ? attributionsCursor : undefined })}`,
+  )
+  const body = $('#attributions tbody')
+  const known = new Set([...body.children].map((row) => row.dataset.key))
+  if (!more) body.replaceChildren()
+  for (const item of page.attributions) {
+    const row = attributionRow(item)
+    // rows that were not on screen before a live refresh are highlighted
+    if (!more && known.size > 0 && !known.has(row.dataset.key)) row.classList.add('flash')
+    body.append(row)
+  }
+  attributionsCursor = page.nextCursor
+  $('#attributions-more').hidden = !page.nextCursor
 }
 
 async function searchCode(params) {
@@ -130,32 +230,144 @@ function readSearchForm() {
 
 // --- leaderboard ---
 
+function filters() {
+  return { window: $('#window-select').value, chainId: $('#chain-select').value }
+}
+
 async function loadLeaderboard() {
-  const data = await getJson(`/v1/analytics/leaderboard${query({ window: $('#window-select').value, limit: 20 })}`)
+  const params = {
+    ...filters(),
+    limit: 20,
+    include: $('#include-invalid').checked ? 'invalid' : undefined,
+    registry: $('#registry-input').value.trim(),
+  }
+  const data = await getJson(`/v1/analytics/leaderboard${query(params)}`)
+  $('#leaderboard-csv').href = `/v1/analytics/leaderboard${query({ ...params, format: 'csv' })}`
   const body = $('#leaderboard tbody')
   body.replaceChildren()
   for (const entry of data.entries) {
     const row = document.createElement('tr')
+    if (entry.invalid) row.classList.add('invalid')
     cell(row, String(entry.rank))
     const link = document.createElement('a')
     link.textContent = entry.code
-    link.addEventListener('click', () => {
+    link.href = `#code=${encodeURIComponent(entry.code)}`
+    link.addEventListener('click', (event) => {
+      event.preventDefault()
       $('#code-input').value = entry.code
       searchCode(readSearchForm())
+      $('#code-panel').scrollIntoView({ block: 'start' })
     })
-    cell(row, '').append(link)
+    const codeCell = cell(row, '')
+    codeCell.append(link)
+    if (entry.invalid) codeCell.append(' ', Object.assign(document.createElement('span'), { className: 'badge no', textContent: 'invalid' }))
     cell(row, formatNumber.format(entry.total))
+    cell(row, formatNumber.format(entry.transactions))
+    cell(row, formatNumber.format(entry.userOperations))
+    cell(row, formatNumber.format(entry.reverted))
+    cell(row, formatPercent.format(entry.share))
+    cell(row, entry.change === null ? '–' : `${entry.change > 0 ? '+' : ''}${formatNumber.format(entry.change)}`)
+    cell(row, entry.registry)
+    const wallet = cell(row, entry.walletAddress ? `${entry.walletAddress.slice(0, 8)}…` : '')
+    if (entry.walletAddress) wallet.title = entry.walletAddress
     body.append(row)
   }
   $('#leaderboard-empty').hidden = data.entries.length > 0
 }
 
-async function refreshLeaderboard() {
-  try {
-    await loadLeaderboard()
-  } catch (error) {
-    showError(`Leaderboard: ${error.message}`)
+// --- summary and indexer status ---
+
+async function loadSummary() {
+  const data = await getJson(`/v1/analytics/summary${query(filters())}`)
+  for (const key of ['attributions', 'transactions', 'userOperations', 'reverted', 'activeCodes', 'uniqueSenders']) setNumber(`#summary-${key}`, data.totals[key])
+  const times = data.series.map((point) => Date.parse(point.start) / 1000)
+  summaryChart = drawSeries(summaryChart, $('#summary-chart'), times, data.series.map((p) => p.transactions), data.series.map((p) => p.userOperations), 200)
+}
+
+function chainBadge(chain) {
+  const box = document.createElement('span')
+  box.className = `chain${chain.rangesStuck > 0 ? ' stuck' : ''}`
+  box.dataset.chainId = String(chain.chainId)
+  const lag = chain.lagBlocks === null ? 'lag unknown' : `lag ${formatNumber.format(chain.lagBlocks)} blocks${chain.lagSeconds === null ? '' : ` (${formatNumber.format(chain.lagSeconds)} s)`}`
+  const parts = [
+    `chain ${chain.chainId}`,
+    `head ${chain.headBlock === null ? '–' : formatNumber.format(chain.headBlock)}`,
+    `indexed ${chain.indexedBlock === null ? '–' : formatNumber.format(chain.indexedBlock)}`,
+    lag,
+    `${chain.rangesPending} pending`,
+    `${chain.rangesStuck} stuck`,
+    `${formatNumber.format(chain.lastMinute.blocks)} blocks/min`,
+  ]
+  box.textContent = parts.join(' · ')
+  if (chain.lastError) box.title = `last error ${chain.lastError.at}: ${chain.lastError.message}`
+  return box
+}
+
+async function loadStatus() {
+  const data = await getJson('/v1/indexer/status')
+  $('#status').replaceChildren(...(data.chains.length ? data.chains.map(chainBadge) : [Object.assign(document.createElement('span'), { className: 'muted', textContent: 'No chain indexed yet' })]))
+  // the chain filter offers the chains the indexer knows
+  const select = $('#chain-select')
+  const offered = new Set([...select.options].map((option) => option.value))
+  for (const chain of data.chains) {
+    if (offered.has(String(chain.chainId))) continue
+    select.append(new Option(`chain ${chain.chainId}`, String(chain.chainId)))
   }
+}
+
+async function refreshOverview() {
+  try {
+    await Promise.all([loadSummary(), loadLeaderboard()])
+  } catch (error) {
+    showError(`Overview: ${error.message}`)
+  }
+}
+
+async function refreshStatus() {
+  try {
+    await loadStatus()
+  } catch (error) {
+    showError(`Indexer status: ${error.message}`)
+  }
+}
+
+// --- live updates ---
+
+/** Several events in a burst (one per code of a range) cause one refresh. */
+function debounce(fn, ms) {
+  let timer
+  return () => {
+    clearTimeout(timer)
+    timer = setTimeout(fn, ms)
+  }
+}
+
+function connectStream() {
+  const live = $('#live')
+  const stream = new EventSource('/v1/attribution/stream')
+  const refreshAll = debounce(() => {
+    refreshOverview()
+    refreshStatus()
+  }, 150)
+  const refreshCode = debounce(() => {
+    if (current) loadCode(current).catch((error) => showError(error.message))
+  }, 150)
+  const onEvent = (message) => {
+    const event = JSON.parse(message.data)
+    refreshAll()
+    if (current && event.code === current.code) refreshCode()
+  }
+  stream.addEventListener('commit', onEvent)
+  stream.addEventListener('rollback', onEvent)
+  stream.addEventListener('open', () => {
+    live.textContent = 'live'
+    live.className = 'badge yes'
+  })
+  // EventSource reconnects by itself, sending Last-Event-ID so nothing is missed
+  stream.addEventListener('error', () => {
+    live.textContent = 'reconnecting…'
+    live.className = 'badge no'
+  })
 }
 
 // --- validation ---
@@ -214,12 +426,19 @@ function start() {
     event.preventDefault()
     searchCode(readSearchForm())
   })
-  $('#window-select').addEventListener('change', refreshLeaderboard)
+  for (const control of ['#window-select', '#chain-select']) $(control).addEventListener('change', refreshOverview)
+  $('#include-invalid').addEventListener('change', refreshOverview)
+  $('#registry-input').addEventListener('change', refreshOverview)
+  $('#granularity-select').addEventListener('change', () => current && loadCode(current).catch((error) => showError(error.message)))
+  $('#attributions-more').addEventListener('click', () => current && loadAttributions(current, true).catch((error) => showError(error.message)))
   $('#validate-form').addEventListener('submit', (event) => {
     event.preventDefault()
     validate()
   })
-  window.addEventListener('resize', () => chart?.setSize({ width: chartWidth(), height: 280 }))
+  window.addEventListener('resize', () => {
+    if (chart) chart.plot.setSize({ width: chartWidth($('#chart')), height: 280 })
+    if (summaryChart) summaryChart.plot.setSize({ width: chartWidth($('#summary-chart')), height: 200 })
+  })
 
   // a shared link like /dashboard#code=bc_… opens on that code
   const linked = new URLSearchParams(location.hash.slice(1))
@@ -230,14 +449,12 @@ function start() {
     $('#to-input').value = linked.get('to') ?? ''
     searchCode(readSearchForm())
   }
-  refreshLeaderboard()
-
-  // polling is cheap: the API answers unchanged data with 304
+  refreshStatus()
+  refreshOverview()
+  connectStream()
   setInterval(() => {
-    if (document.hidden) return
-    refreshLeaderboard()
-    if (current) loadCode(current).catch((error) => showError(error.message))
-  }, REFRESH_MS)
+    if (!document.hidden) refreshStatus()
+  }, STATUS_REFRESH_MS)
 }
 
 start()

@@ -23,6 +23,7 @@ const ASSETS: Record<string, Asset> = {
   'uPlot.min.css': { path: uplotFile('uPlot.min.css'), type: 'text/css; charset=utf-8' },
 }
 const PAGE: Asset = { path: publicDir('index.html'), type: 'text/html; charset=utf-8' }
+const FAVICON: Asset = { path: publicDir('favicon.svg'), type: 'image/svg+xml' }
 
 /** Everything the page needs is served from here; a CDN link would be refused. */
 const CONTENT_SECURITY_POLICY =
@@ -66,6 +67,14 @@ export const dashboardRoutes: FastifyPluginAsyncZod = async (app) => {
     const page = await load(PAGE)
     // the page is tiny; always revalidate so a new release shows at once
     return reply.type(page.type).header('cache-control', 'no-cache').header('etag', page.etag).send(page.body)
+  })
+
+  // the service's front door is the page; browsers ask every origin for /favicon.ico
+  app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/dashboard', 302))
+
+  app.get('/favicon.ico', { schema: { hide: true } }, async (_request, reply) => {
+    const icon = await load(FAVICON)
+    return reply.type(icon.type).header('cache-control', 'public, max-age=86400').header('etag', icon.etag).send(icon.body)
   })
 
   app.get(
