@@ -7,6 +7,8 @@ import { createLogger } from '../logger.js'
 import { runRoles, type Role } from './roles.js'
 import { runAdminCommand } from './admin.js'
 import { runValidateCommand } from '../validation/cli.js'
+import { AnvilStartError } from '../devnet/anvil.js'
+import { dependenciesOf, StartupError, STARTUP_EXIT_CODE, waitForDependencies } from './startup.js'
 
 const usage = `Usage: attribution <command> [options]
 
@@ -43,30 +45,54 @@ const rolesByCommand: Record<string, Role[]> = {
   worker: ['worker'],
 }
 
+/** SIGTERM/SIGINT to exit, at most: orchestrators wait a few seconds before SIGKILL, people at a terminal less. */
+const SHUTDOWN_DEADLINE_MS = 1_800
+
 async function runDaemon(command: string) {
   const config = readConfig()
   const logger = createLogger({ level: config.LOG_LEVEL, name: `attribution:${command}` })
-  const running = await runRoles(config, new Set(rolesByCommand[command]), logger)
+  const roles = new Set(rolesByCommand[command])
+  const indexing = roles.has('follower') || roles.has('worker')
+  // a signal while starting (waiting for a dependency, deploying the devnet) needs nothing released yet
+  const duringStartup = (signal: string) => {
+    logger.info({ signal }, 'stopped while starting')
+    process.exit(0)
+  }
+  process.once('SIGTERM', duringStartup).once('SIGINT', duringStartup)
+  await waitForDependencies(dependenciesOf(config, { indexing }), { timeoutMs: config.STARTUP_TIMEOUT_MS, logger })
+  const running = await runRoles(config, roles, logger)
   let stopping = false
   const shutdown = (signal: string) => {
     if (stopping) return
     stopping = true
+    const started = Date.now()
     logger.info({ signal }, 'shutting down')
-    const forced = setTimeout(() => {
-      logger.error('shutdown took longer than 20 s, exiting')
-      process.exit(1)
-    }, 20_000)
-    forced.unref()
+    // whatever is still open by then (a call to a hung node, a slow query) is cut by the exit: ranges in
+    // progress were already handed back to the queue, locks and connections end with the process
+    const deadline = setTimeout(() => {
+      logger.warn({ after_ms: Date.now() - started }, 'shutdown deadline reached; exiting')
+      process.exit(0)
+    }, SHUTDOWN_DEADLINE_MS)
+    deadline.unref()
     running.stop().then(
-      () => process.exit(0),
+      () => {
+        logger.info({ took_ms: Date.now() - started }, 'stopped')
+        process.exit(0)
+      },
       (error) => {
         logger.error({ err: error }, 'shutdown failed')
         process.exit(1)
       },
     )
   }
+  process.off('SIGTERM', duringStartup).off('SIGINT', duringStartup)
   process.on('SIGTERM', () => shutdown('SIGTERM'))
   process.on('SIGINT', () => shutdown('SIGINT'))
+}
+
+/** One-shot commands try PostgreSQL once: a person waiting at a prompt wants the answer, not a retry loop. */
+async function checkDatabaseOnce(config: Config) {
+  await waitForDependencies(dependenciesOf(config, { indexing: false, redis: false }), { timeoutMs: 0, logger: createLogger({ level: 'silent' }) })
 }
 
 const commandsUsingPostgres = new Set(['start', 'api', 'follower', 'worker', 'migrate', 'validate', 'admin'])
@@ -86,6 +112,7 @@ async function main(argv: string[]) {
       return runDaemon(command)
     case 'migrate': {
       const config = readConfig()
+      await checkDatabaseOnce(config)
       await migrateDatabase(config.DATABASE_URL)
       process.stdout.write(`${JSON.stringify({ migrated: true })}\n`)
       return
@@ -99,12 +126,16 @@ async function main(argv: string[]) {
       process.exitCode = result.kind === 'attributed' ? 0 : 1
       return
     }
-    case 'validate':
+    case 'validate': {
       // raw arguments: --type and --chain take values
-      process.exitCode = await runValidateCommand(readConfig(), argv.slice(argv.indexOf('validate') + 1))
+      const config = readConfig()
+      await checkDatabaseOnce(config)
+      process.exitCode = await runValidateCommand(config, argv.slice(argv.indexOf('validate') + 1))
       return
+    }
     case 'admin':
       // raw arguments: the subcommand parses its own options (--name, --whitelisted …)
+      await checkDatabaseOnce(readConfig())
       return runAdminCommand(argv.slice(argv.indexOf('admin') + 1))
     case undefined:
     case 'help':
@@ -117,6 +148,11 @@ async function main(argv: string[]) {
 }
 
 main(process.argv.slice(2)).catch((error) => {
+  // expected conditions (a dependency unreachable, anvil's port taken, a node serving another chain): one line
+  if (error instanceof StartupError || error instanceof ConfigError || error instanceof AnvilStartError) {
+    process.stderr.write(`${error.message.split('\n')[0]}\n`)
+    process.exit(STARTUP_EXIT_CODE)
+  }
   process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`)
   process.exit(1)
 })

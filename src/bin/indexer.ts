@@ -1,4 +1,3 @@
-import type { Worker } from 'bullmq'
 import type { Registry as MetricsRegistry } from 'prom-client'
 import { entryPointSet } from '../attribution/userops.js'
 import type { ChainConfig } from '../config/chains.js'
@@ -9,10 +8,15 @@ import type { Logger } from '../logger.js'
 import { createIndexerMetrics, type IndexerMetrics } from '../metrics/indexer.js'
 import { createRangeQueue, type RangeQueue } from '../pipeline/queue.js'
 import { createCodeResolver } from '../pipeline/resolve.js'
-import { createRangeWorker, type WorkerChain } from '../pipeline/worker.js'
+import { createRangeWorker, type RangeWorker, type WorkerChain } from '../pipeline/worker.js'
 import { createRedis, type Redis } from '../redis/client.js'
 import { createRegistry } from '../registry/register.js'
 import { createRpc, type Rpc } from '../rpc/client.js'
+import { errorCode, StartupError } from './startup.js'
+
+/** How long a shutdown waits for a follower to finish its current step. */
+const FOLLOWER_STOP_GRACE_MS = 500
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref())
 
 export type ResolvedChain = Omit<ChainConfig, 'chainId'> & { chainId: number }
 
@@ -20,9 +24,13 @@ export type ResolvedChain = Omit<ChainConfig, 'chainId'> & { chainId: number }
 export async function resolveChains(chains: readonly ChainConfig[], rpcFor: (chain: ChainConfig) => Rpc): Promise<ResolvedChain[]> {
   return Promise.all(
     chains.map(async (chain) => {
-      const nodeChainId = await rpcFor(chain).chainId()
+      const nodeChainId = await rpcFor(chain)
+        .chainId()
+        .catch((error: unknown) => {
+          throw new StartupError(`could not read the chain id from the RPC at ${new URL(chain.rpcUrl).host} (${errorCode(error)}): ${(error as Error).message.split('\n')[0]}`)
+        })
       if (chain.chainId !== undefined && chain.chainId !== nodeChainId) {
-        throw new Error(`RPC ${chain.rpcUrl} serves chain ${nodeChainId}, but chain ${chain.chainId} is configured for it`)
+        throw new StartupError(`the RPC at ${new URL(chain.rpcUrl).host} serves chain ${nodeChainId}, but chain ${chain.chainId} is configured for it`)
       }
       return { ...chain, chainId: nodeChainId }
     }),
@@ -111,7 +119,7 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
     }
   }
 
-  let worker: Worker | undefined
+  let worker: RangeWorker | undefined
   if (roles.worker) {
     const workerChains = new Map<number, WorkerChain>(
       chains.map((chain) => [chain.chainId, { chainId: chain.chainId, rpc: rpcFor(chain), entryPoints: entryPointSet(chain.entryPoints) }]),
@@ -137,9 +145,17 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
     queue,
     metrics,
     async stop() {
-      await Promise.all(followers.map((follower) => follower.stop()))
-      // lets the active ranges finish (or be picked up again by another worker after their lock expires)
-      await worker?.close()
+      // a follower mid-call to a slow node is not waited for: it only reads and enqueues, and its chain
+      // lock (a Postgres session) is released when the process exits
+      const followersStopped = Promise.all(followers.map((follower) => follower.stop()))
+      if (worker) {
+        // ranges in progress go back to the queue now, for another worker, instead of holding the
+        // shutdown for their RPC calls or blocking other workers until their lock expires
+        const released = await worker.releaseActiveRanges()
+        if (released > 0) logger.info({ ranges: released }, 'released the ranges in progress to other workers')
+        await worker.close(true)
+      }
+      await Promise.race([followersStopped, sleep(FOLLOWER_STOP_GRACE_MS)])
       await queue.close()
       for (const connection of connections) connection.disconnect()
     },

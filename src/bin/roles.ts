@@ -22,7 +22,12 @@ export type Running = {
   stop(): Promise<void>
 }
 
-type Closer = { name: string; close: () => Promise<unknown> }
+/**
+ * Shutdown runs in stages, each stage's closers in parallel: the HTTP server
+ * (in-flight requests finish while their dependencies are open), then what
+ * produces work (indexer, delivery worker), then what they used.
+ */
+type Closer = { name: string; stage: 0 | 1 | 2; close: () => Promise<unknown> }
 
 /**
  * No RPC configured: a local anvil chain with generated traffic, so a
@@ -30,7 +35,8 @@ type Closer = { name: string; close: () => Promise<unknown> }
  * so their builder codes resolve, and an audit logs ground truth vs index.
  */
 async function startLocalDevnet(config: Config, db: Database, logger: Logger) {
-  const devnet = await startDevnet({ logger: logger.child({ component: 'devnet' }), port: config.DEVNET_PORT })
+  // at shutdown the batch in flight is abandoned, not waited for: the devnet is gone with the process anyway
+  const devnet = await startDevnet({ logger: logger.child({ component: 'devnet' }), port: config.DEVNET_PORT, stopGraceMs: 0 })
   const registry = createRegistry({ db })
   for (const wallet of devnet.trafficWallets) await registry.register(wallet)
   const audit = startDevnetAudit({ db, chainId: devnet.chain.chainId!, truth: devnet.truth, logger })
@@ -54,11 +60,11 @@ export async function runRoles(config: Config, roles: ReadonlySet<Role>, logger:
 
   const closers: Closer[] = []
   const db: Database = createDatabase({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE })
-  closers.push({ name: 'postgres', close: () => closeDatabase(db) })
+  closers.push({ name: 'postgres', stage: 2, close: () => closeDatabase(db) })
   const redis: Redis = createRedis(config.REDIS_URL, 'request')
-  closers.push({ name: 'redis', close: () => redis.quit().catch(() => redis.disconnect()) })
+  closers.push({ name: 'redis', stage: 2, close: () => redis.quit().catch(() => redis.disconnect()) })
   // notification delivery (the api role's server creates its own delivery queue); closes before Postgres
-  if (roles.has('worker')) closers.unshift(startNotificationWorker({ config, db, logger }))
+  if (roles.has('worker')) closers.push({ ...startNotificationWorker({ config, db, logger }), stage: 1 })
 
   const metricsRegistry = new MetricsRegistry()
   collectDefaultMetrics({ register: metricsRegistry })
@@ -69,7 +75,7 @@ export async function runRoles(config: Config, roles: ReadonlySet<Role>, logger:
   if (indexing && chains.length === 0 && config.DEVNET && roles.has('follower')) {
     const devnet = await startLocalDevnet(config, db, logger)
     chains = [devnet.chain]
-    closers.push({ name: 'devnet', close: () => devnet.stop() })
+    closers.push({ name: 'devnet', stage: 2, close: () => devnet.stop() })
   }
   if (indexing && chains.length === 0) {
     logger.warn('no chain configured (set RPC_URL or CHAINS): follower and workers stay idle')
@@ -82,7 +88,7 @@ export async function runRoles(config: Config, roles: ReadonlySet<Role>, logger:
       logger,
       metricsRegistry,
     })
-    closers.unshift({ name: 'indexer', close: () => indexer!.stop() })
+    closers.push({ name: 'indexer', stage: 1, close: () => indexer!.stop() })
   }
   registerStateMetrics(metricsRegistry, { db, queue: indexer?.queue, stuckAfter: config.STUCK_RANGE_ATTEMPTS })
 
@@ -93,17 +99,17 @@ export async function runRoles(config: Config, roles: ReadonlySet<Role>, logger:
     server = await createServer({ config, db, redis, logger, metricsRegistry, chains: indexer?.chains ?? chains })
     url = await server.listen({ host: config.HOST, port: config.PORT })
     // the server closes first so in-flight requests finish while their dependencies are still open
-    closers.unshift({ name: 'http', close: () => server!.close() })
+    closers.push({ name: 'http', stage: 0, close: () => server!.close() })
     logger.info({ url, docs: `${url}/docs` }, 'API listening')
   }
 
   async function stop() {
-    for (const closer of closers) {
-      try {
-        await closer.close()
-      } catch (error) {
-        logger.warn({ err: error, component: closer.name }, 'error while closing')
-      }
+    for (const stage of [0, 1, 2]) {
+      await Promise.all(
+        closers
+          .filter((closer) => closer.stage === stage)
+          .map((closer) => closer.close().catch((error) => logger.warn({ err: error, component: closer.name }, 'error while closing'))),
+      )
     }
   }
   return { server, url, stop }

@@ -98,6 +98,8 @@ const envSchema = z.object({
   STREAM_MAX_SUBSCRIBERS: positiveInt.default(1_000),
   /** Heartbeat comment interval of the attribution stream (keeps proxies from closing idle streams). */
   STREAM_HEARTBEAT_MS: positiveInt.default(15_000),
+  /** How long start-up waits for PostgreSQL, Redis and each chain's RPC before exiting with status 78. */
+  STARTUP_TIMEOUT_MS: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must be >= 0').default(30_000),
 })
 
 export type Env = z.infer<typeof envSchema>

@@ -18,6 +18,8 @@ export type DevnetOptions = {
   confirmations?: number
   registeredCodes?: string[]
   seed?: number
+  /** How long stop() lets the batch in flight be mined and recorded (default 5 s; 0 abandons it). */
+  stopGraceMs?: number
 }
 
 export type Devnet = {
@@ -75,7 +77,7 @@ export async function startDevnet(options: DevnetOptions): Promise<Devnet> {
       },
       'devnet ready: EntryPoints at their canonical addresses; register the listed wallets to see their bc_ codes resolve',
     )
-    const loop = traffic.startLoop({ logger, transactionsPerBlock: options.transactionsPerBlock ?? 4 })
+    const loop = traffic.startLoop({ logger, transactionsPerBlock: options.transactionsPerBlock ?? 4, stopGraceMs: options.stopGraceMs })
     const chain: ChainConfig = {
       chainId: anvil.chainId,
       rpcUrl: anvil.rpcUrl,

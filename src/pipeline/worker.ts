@@ -97,14 +97,21 @@ export function createRangeWorker(options: RangeWorkerOptions) {
     } else logger.warn(details, 'range failed; will retry')
   }
 
+  // the ranges this process works on, with their lock tokens, so a shutdown can hand them back
+  const active = new Map<string, { job: Job<RangeJob>; token: string | undefined }>()
+  let releasing = false
   const worker = new Worker<RangeJob, RangeOutcome>(
     RANGE_QUEUE,
-    async (job: Job<RangeJob>) => {
+    async (job: Job<RangeJob>, token?: string) => {
+      active.set(job.id!, { job, token })
       try {
         return await processRange(job.data, { ...options, limitBlockFetches })
       } catch (error) {
-        await recordFailure(job.data, error as Error)
+        // a range handed back at shutdown fails here as its connections close: not the range's failure
+        if (!releasing) await recordFailure(job.data, error as Error)
         throw error
+      } finally {
+        active.delete(job.id!)
       }
     },
     {
@@ -121,5 +128,21 @@ export function createRangeWorker(options: RangeWorkerOptions) {
   )
   worker.on('failed', (job) => options.metrics?.rangeFailed(job?.data.chainId))
   worker.on('error', (error) => logger.error({ err: error.message }, 'worker error'))
-  return worker
+
+  /**
+   * Shutdown: puts the ranges in progress back in the waiting list at once,
+   * lock released, so another worker takes them now rather than after
+   * JOB_LOCK_MS. Their work here is abandoned; a commit that still lands is
+   * harmless (exactly once in Postgres).
+   */
+  async function releaseActiveRanges(): Promise<number> {
+    releasing = true
+    const held = [...active.values()]
+    active.clear()
+    const released = await Promise.allSettled(held.map(({ job, token }) => job.moveToWait(token)))
+    return released.filter((result) => result.status === 'fulfilled').length
+  }
+  return Object.assign(worker, { releaseActiveRanges })
 }
+
+export type RangeWorker = ReturnType<typeof createRangeWorker>

@@ -14,16 +14,46 @@ export type RoleProcess = {
 
 const running = new Set<ChildProcess>()
 process.on('exit', () => {
-  for (const child of running) child.kill('SIGKILL')
+  for (const child of running) killGroup(child, 'SIGKILL')
 })
 
-/** Runs `attribution <role>` as a child process, the way operators run it. */
-export function spawnRole(role: 'start' | 'api' | 'follower' | 'worker', env: Record<string, string>): RoleProcess {
-  const child = spawn(process.execPath, [cliPath, role], {
+/** Signals the child's whole process group: the daemon and what it started (anvil, its guard). */
+function killGroup(child: ChildProcess, signal: NodeJS.Signals) {
+  if (child.pid === undefined) return
+  try {
+    process.kill(-child.pid, signal)
+  } catch {
+    // the group is already gone
+  }
+}
+
+/**
+ * Kills the child's process group when this test process goes away however
+ * it ends (a vitest worker torn down, SIGKILL): a shell holds the read end of
+ * a pipe from this process and kills the group when it closes. The `exit`
+ * hook above does not run in those cases, which is how `attribution worker`
+ * processes used to outlive their test run.
+ */
+function startGroupGuard(pid: number): ChildProcess {
+  const guard = spawn('/bin/sh', ['-c', 'while read -r _; do :; done; kill -9 -- "-$1" 2>/dev/null', 'role-guard', String(pid)], {
+    stdio: ['pipe', 'ignore', 'ignore'],
+  })
+  guard.on('error', () => {})
+  guard.stdin?.on('error', () => {})
+  guard.unref()
+  ;(guard.stdin as unknown as { unref?: () => void } | null)?.unref?.()
+  return guard
+}
+
+/** Runs `attribution <role>` as a child process, the way operators run it, in its own process group. */
+export function spawnRole(role: 'start' | 'api' | 'follower' | 'worker', env: Record<string, string>, args: string[] = []): RoleProcess {
+  const child = spawn(process.execPath, [cliPath, role, ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
   })
   running.add(child)
+  const guard = child.pid === undefined ? undefined : startGroupGuard(child.pid)
   const lines: string[] = []
   const keep = (chunk: Buffer) => {
     lines.push(...chunk.toString('utf8').split('\n').filter(Boolean))
@@ -34,6 +64,9 @@ export function spawnRole(role: 'start' | 'api' | 'follower' | 'worker', env: Re
   const exited = new Promise<number | null>((resolve) => {
     child.on('exit', (code) => {
       running.delete(child)
+      // what the role started (anvil) goes with it; the guard's job is done
+      killGroup(child, 'SIGKILL')
+      guard?.kill('SIGKILL')
       resolve(code)
     })
   })
@@ -42,7 +75,11 @@ export function spawnRole(role: 'start' | 'api' | 'follower' | 'worker', env: Re
     output: () => lines.join('\n'),
     exited,
     async kill(signal = 'SIGKILL') {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+      // SIGKILL takes the whole group (a crash); other signals go to the role alone, as an orchestrator sends them
+      if (child.exitCode === null && child.signalCode === null) {
+        if (signal === 'SIGKILL') killGroup(child, signal)
+        else child.kill(signal)
+      }
       await exited
     },
   }

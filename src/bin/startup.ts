@@ -1,0 +1,205 @@
+import { connect } from 'node:net'
+import postgres from 'postgres'
+import { Redis } from 'ioredis'
+import type { ChainConfig } from '../config/chains.js'
+import type { Config } from '../config/env.js'
+import type { Logger } from '../logger.js'
+
+/** An expected condition that stops start-up: printed as one line, exit status 78 (EX_CONFIG). */
+export class StartupError extends Error {
+  override name = 'StartupError'
+}
+
+export const STARTUP_EXIT_CODE = 78
+
+/** One external service the process cannot run without, and how to reach it once. */
+export type Dependency = {
+  component: 'postgres' | 'redis' | 'rpc'
+  /** The setting that points at it, named in every message: DATABASE_URL, REDIS_URL, RPC_URL, CHAINS[1].rpcUrl. */
+  variable: string
+  /** host:port only: URLs may carry passwords or provider keys. */
+  address: string
+  /** Resolves when the service answers; rejects with an error whose code says why not. */
+  probe(): Promise<void>
+}
+
+/** A dependency still unreachable when start-up gives up; `message` is `VARIABLE: component at host:port (CODE)`. */
+class Unreachable extends StartupError {}
+
+/** A failure that waiting will not cure (wrong password, wrong chain): stop at once. */
+class PermanentProblem extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+  ) {
+    super(message)
+  }
+}
+
+function hostPort(url: string, defaultPort: number): string {
+  const parsed = new URL(url)
+  return `${parsed.hostname.replace(/^\[|\]$/g, '')}:${parsed.port || defaultPort}`
+}
+
+/** The short code of a failed connection: ECONNREFUSED, ENOTFOUND, ETIMEDOUT, HTTP_503, 28P01 … */
+export function errorCode(error: unknown): string {
+  let current = error as { code?: unknown; cause?: unknown; name?: unknown } | undefined
+  for (let depth = 0; current && depth < 5; depth++) {
+    if (typeof current.code === 'string' && current.code) return current.code
+    if (current.name === 'TimeoutError' || current.name === 'AbortError') return 'ETIMEDOUT'
+    const aggregated = (current as { errors?: unknown[] }).errors
+    if (Array.isArray(aggregated) && aggregated.length > 0) current = aggregated[0] as typeof current
+    else current = current.cause as typeof current
+  }
+  return 'UNKNOWN'
+}
+
+function postgresDependency(url: string): Dependency {
+  return {
+    component: 'postgres',
+    variable: 'DATABASE_URL',
+    address: hostPort(url, 5432),
+    async probe() {
+      const sql = postgres(url, { max: 1, connect_timeout: 3, onnotice: () => {}, idle_timeout: 1 })
+      try {
+        await sql`select 1`
+      } catch (error) {
+        const code = errorCode(error)
+        // 3D000: the server answers but the database does not exist yet; `migrate` creates it
+        if (code === '3D000') return
+        // 28xxx: authentication or authorization; no amount of waiting fixes a password
+        if (code.startsWith('28')) throw new PermanentProblem((error as Error).message, code)
+        throw error
+      } finally {
+        await sql.end({ timeout: 1 }).catch(() => {})
+      }
+    },
+  }
+}
+
+function redisDependency(url: string): Dependency {
+  return {
+    component: 'redis',
+    variable: 'REDIS_URL',
+    address: hostPort(url, 6379),
+    async probe() {
+      const redis = new Redis(url, { lazyConnect: true, connectTimeout: 3_000, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false })
+      // connect() rejects with "Connection is closed."; the socket's own error (ECONNREFUSED …) comes as an event
+      let socketError: Error | undefined
+      redis.on('error', (error: Error) => {
+        socketError ??= error
+      })
+      try {
+        await redis.connect()
+        await redis.ping()
+      } catch (error) {
+        if (socketError && errorCode(error) === 'UNKNOWN') throw socketError
+        const message = (error as Error).message
+        if (/NOAUTH|WRONGPASS|invalid password/i.test(message)) throw new PermanentProblem(message, message.split(' ')[0]!)
+        throw error
+      } finally {
+        redis.disconnect()
+      }
+    },
+  }
+}
+
+async function probeJsonRpc(url: string): Promise<void> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
+    signal: AbortSignal.timeout(5_000),
+  })
+  if (!response.ok) throw Object.assign(new Error(`HTTP ${response.status}`), { code: `HTTP_${response.status}` })
+  const body = (await response.json().catch(() => undefined)) as { result?: unknown } | undefined
+  if (typeof body?.result !== 'string') throw Object.assign(new Error('not a JSON-RPC answer to eth_chainId'), { code: 'BAD_RESPONSE' })
+}
+
+/** A websocket node: a TCP connection to it is what can be checked without a client library. */
+function probeTcp(address: string): Promise<void> {
+  const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1))]
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host, port, timeout: 3_000 })
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve()
+    })
+    socket.once('timeout', () => {
+      socket.destroy()
+      reject(Object.assign(new Error('connection timed out'), { code: 'ETIMEDOUT' }))
+    })
+    socket.once('error', reject)
+  })
+}
+
+function rpcDependency(chain: ChainConfig, variable: string): Dependency {
+  const websocket = /^wss?:/.test(chain.rpcUrl)
+  const address = hostPort(chain.rpcUrl, chain.rpcUrl.startsWith('https:') || chain.rpcUrl.startsWith('wss:') ? 443 : 80)
+  return { component: 'rpc', variable, address, probe: () => (websocket ? probeTcp(address) : probeJsonRpc(chain.rpcUrl)) }
+}
+
+/** The dependencies of these roles: Postgres and Redis always, each configured chain's node when indexing. */
+export function dependenciesOf(config: Config, options: { indexing: boolean; redis?: boolean }): Dependency[] {
+  const dependencies = [postgresDependency(config.DATABASE_URL)]
+  if (options.redis !== false) dependencies.push(redisDependency(config.REDIS_URL))
+  if (options.indexing) {
+    config.chains.forEach((chain, index) => dependencies.push(rpcDependency(chain, config.CHAINS ? `CHAINS[${index}].rpcUrl` : 'RPC_URL')))
+  }
+  return dependencies
+}
+
+const FIRST_RETRY_MS = 250
+const LONGEST_RETRY_MS = 5_000
+/** Start-up logs one line per dependency per window, however many attempts it holds. */
+const LOG_WINDOW_MS = 5_000
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+async function waitFor(dependency: Dependency, deadline: number, logger: Logger, timeoutMs: number): Promise<void> {
+  let delay = FIRST_RETRY_MS
+  let lastLogAt = 0
+  let attempts = 0
+  for (;;) {
+    attempts++
+    try {
+      await dependency.probe()
+      if (attempts > 1) logger.info({ component: dependency.component, variable: dependency.variable, address: dependency.address, attempts }, `${dependency.variable} reachable`)
+      return
+    } catch (error) {
+      const code = errorCode(error)
+      const where = `${dependency.variable}: ${dependency.component} at ${dependency.address}`
+      if (error instanceof PermanentProblem) throw new StartupError(`${where} refused the connection (${code}): ${error.message}`)
+      const remaining = deadline - Date.now()
+      if (remaining <= 0 || timeoutMs === 0) throw new Unreachable(`${where} (${code})`)
+      if (Date.now() - lastLogAt >= LOG_WINDOW_MS) {
+        lastLogAt = Date.now()
+        logger.warn(
+          { component: dependency.component, variable: dependency.variable, address: dependency.address, code, attempts, gives_up_in_s: Math.ceil(remaining / 1000) },
+          `waiting for ${dependency.variable}`,
+        )
+      }
+      await sleep(Math.min(delay, remaining))
+      delay = Math.min(delay * 2, LONGEST_RETRY_MS)
+    }
+  }
+}
+
+/**
+ * Waits, with backoff, until every dependency answers, at most `timeoutMs`
+ * (0: a single attempt, as the one-shot commands do). Throws a StartupError
+ * naming each dependency still unreachable, its variable, address and code.
+ */
+export async function waitForDependencies(dependencies: readonly Dependency[], { timeoutMs, logger }: { timeoutMs: number; logger: Logger }): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  const results = await Promise.allSettled(dependencies.map((dependency) => waitFor(dependency, deadline, logger, timeoutMs)))
+  const problems = results.flatMap((result) => (result.status === 'rejected' ? [result.reason as Error] : []))
+  if (problems.length === 0) return
+  const unexpected = problems.find((problem) => !(problem instanceof StartupError))
+  if (unexpected) throw unexpected
+  const refused = problems.find((problem) => !(problem instanceof Unreachable))
+  if (refused) throw refused
+  const list = problems.map((problem) => problem.message).join('; ')
+  if (timeoutMs === 0) throw new StartupError(`unreachable: ${list}`)
+  throw new StartupError(`still unreachable after ${Math.round(timeoutMs / 1000)} s (STARTUP_TIMEOUT_MS=${timeoutMs}), exiting: ${list}`)
+}
