@@ -49,6 +49,8 @@ export async function readCodeStats(
   if (query.chainId !== undefined) conditions.push(eq(codeDailyTotals.chainId, query.chainId))
   if (query.registry !== undefined) conditions.push(eq(codeDailyTotals.registry, query.registry))
   const senders = readCodeSenders(db.$client, query)
+  // awaited below; marked handled now so a failing totals query (Postgres down) cannot leave it an unhandled rejection that ends the process
+  senders.catch(() => {})
   const rows: DailyRow[] = await db
     .select({
       chainId: codeDailyTotals.chainId,
