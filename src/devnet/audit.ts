@@ -1,42 +1,65 @@
+import { createAnalytics } from '../analytics/analytics.js'
+import { MAX_LEADERBOARD_LIMIT } from '../analytics/leaderboard.js'
+import { addDays, dayOf, MAX_WINDOW_DAYS } from '../analytics/window.js'
 import type { Database } from '../db/client.js'
 import { indexedThrough } from '../follower/ranges.js'
 import type { Logger } from '../logger.js'
+import { createRegistry } from '../registry/register.js'
 import { totalsByCode, type CodeTotals, type GroundTruth } from './ledger.js'
 
 const AUDIT_INTERVAL_MS = 30_000
 
-async function indexTotals(db: Database, chainId: number, through: number): Promise<Record<string, CodeTotals>> {
-  // the audit may read attribution rows: it is a devnet self-check, not an analytics path
-  const rows = await db.$client<{ code: string; kind: string; status: string; n: number; gas: string }[]>`
-    select code, kind, status, count(*)::int as n, sum(suffix_gas) as gas
-    from attributions where chain_id = ${chainId} and block_number <= ${through}
-    group by code, kind, status`
-  const totals: Record<string, CodeTotals> = {}
-  for (const row of rows) {
-    const entry = (totals[row.code] ??= { transactions: 0, userOperations: 0, reverted: 0, suffixGas: 0 })
-    if (row.status === 'reverted') entry.reverted += row.n
-    else if (row.kind === 'transaction') entry.transactions += row.n
-    else entry.userOperations += row.n
-    entry.suffixGas += Number(row.gas)
+type Served = { byCode: Record<string, CodeTotals>; leaderboard: Record<string, number>; leaderboardComplete: boolean }
+
+/**
+ * What the API serves for the codes the devnet sent: each code's totals
+ * from the analytics endpoint's read path (all of its registries, the
+ * longest window) and the all-time leaderboard (invalid codes included).
+ */
+async function servedTotals(analytics: ReturnType<typeof createAnalytics>, chainId: number, codes: readonly string[]): Promise<Served> {
+  const today = dayOf(new Date())
+  const window = { from: addDays(today, -(MAX_WINDOW_DAYS - 1)), to: today, chainId }
+  const byCode: Record<string, CodeTotals> = {}
+  for (const code of codes) {
+    const { totals } = await analytics.codeAnalytics(code, window)
+    if (totals.transactions + totals.userOperations + totals.reverted + totals.suffixGas === 0) continue
+    byCode[code] = { transactions: totals.transactions, userOperations: totals.userOperations, reverted: totals.reverted, suffixGas: totals.suffixGas }
   }
-  return totals
+  const board = await analytics.leaderboard({ window: 'all', chainId, limit: MAX_LEADERBOARD_LIMIT, includeInvalid: true })
+  const leaderboard: Record<string, number> = {}
+  // one entry per code and registry namespace: a code's total is their sum
+  for (const entry of board.entries) leaderboard[entry.code] = (leaderboard[entry.code] ?? 0) + entry.total
+  return { byCode, leaderboard, leaderboardComplete: board.entries.length < MAX_LEADERBOARD_LIMIT }
 }
 
-function differences(expected: Record<string, CodeTotals>, actual: Record<string, CodeTotals>): string[] {
-  const codes = new Set([...Object.keys(expected), ...Object.keys(actual)])
+/** Blocks of the ranges done so far, as a fingerprint: totals read between two equal fingerprints belong to exactly these blocks. */
+async function doneRanges(db: Database, chainId: number): Promise<Array<{ from: number; to: number }>> {
+  const rows = await db.$client<{ from_block: string; to_block: string }[]>`
+    select from_block, to_block from ranges where chain_id = ${chainId} and status = 'done' order by from_block`
+  return rows.map((row) => ({ from: Number(row.from_block), to: Number(row.to_block) }))
+}
+
+function differences(expected: Record<string, CodeTotals>, served: Served): string[] {
   const out: string[] = []
-  for (const code of codes) {
+  for (const code of new Set([...Object.keys(expected), ...Object.keys(served.byCode)])) {
     const e = JSON.stringify(expected[code] ?? null)
-    const a = JSON.stringify(actual[code] ?? null)
-    if (e !== a) out.push(`${code}: sent ${e}, indexed ${a}`)
+    const a = JSON.stringify(served.byCode[code] ?? null)
+    if (e !== a) out.push(`${code}: sent ${e}, analytics serves ${a}`)
+  }
+  const leaderboardCodes = served.leaderboardComplete ? new Set([...Object.keys(expected), ...Object.keys(served.leaderboard)]) : Object.keys(served.leaderboard)
+  for (const code of leaderboardCodes) {
+    const sent = expected[code] ? expected[code].transactions + expected[code].userOperations : 0
+    const listed = served.leaderboard[code] ?? 0
+    if (sent !== listed) out.push(`${code}: sent ${sent} successful, leaderboard serves ${listed}`)
   }
   return out
 }
 
 /**
- * Every 30 s, compares what the devnet's traffic generator mined (up to the
- * indexed block) with what the index counted, and logs the verdict: the
- * newcomer's proof that the numbers are exact.
+ * Every 30 s, compares what the devnet's traffic generator mined in the
+ * blocks indexed so far with the totals the API serves (the analytics and
+ * leaderboard read paths, not the attribution rows), and logs the verdict:
+ * the newcomer's proof that the numbers users read are exact.
  */
 export function startDevnetAudit({ db, chainId, truth, logger }: { db: Database; chainId: number; truth: () => GroundTruth; logger: Logger }) {
   const log = logger.child({ component: 'devnet-audit', chain_id: chainId })
@@ -45,13 +68,28 @@ export function startDevnetAudit({ db, chainId, truth, logger }: { db: Database;
   }, AUDIT_INTERVAL_MS)
   timer.unref()
 
+  const analytics = createAnalytics({ db, registry: createRegistry({ db }), explorerOf: () => undefined })
+
   async function audit() {
     const through = await indexedThrough(db.$client, chainId)
     if (through === undefined) return
     const sent = truth()
-    const expected = totalsByCode({ ...sent, attributions: sent.attributions.filter((row) => row.blockNumber <= through) })
-    const mismatches = differences(expected, await indexTotals(db, chainId, through))
-    const summary = { indexed_through: through, codes: Object.keys(expected).length, attributions: sent.attributions.filter((r) => r.blockNumber <= through).length }
+    const codes = [...new Set(sent.attributions.map((row) => row.code))]
+    // ranges commit with their totals: read the totals between two equal views of the done ranges
+    let ranges = await doneRanges(db, chainId)
+    let served: Served | undefined
+    for (let attempt = 0; attempt < 5 && !served; attempt++) {
+      const read = await servedTotals(analytics, chainId, codes)
+      const after = await doneRanges(db, chainId)
+      if (JSON.stringify(after) === JSON.stringify(ranges)) served = read
+      ranges = after
+    }
+    if (!served) return log.info('devnet audit skipped: ranges kept committing while it read')
+    const counted = (block: number) => ranges.some((range) => range.from <= block && block <= range.to)
+    const inIndex = sent.attributions.filter((row) => counted(row.blockNumber))
+    const expected = totalsByCode({ ...sent, attributions: inIndex })
+    const mismatches = differences(expected, served)
+    const summary = { indexed_through: through, codes: Object.keys(expected).length, attributions: inIndex.length }
     if (mismatches.length === 0) log.info(summary, 'devnet ground truth equals the index')
     else log.error({ ...summary, mismatches: mismatches.slice(0, 10) }, 'devnet ground truth differs from the index')
   }
