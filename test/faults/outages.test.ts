@@ -298,7 +298,11 @@ describe('3. Outages during indexing and API traffic', () => {
       const comparison = await compareWithTruth({ db: database.db, chainId: chain.chainId, truth, head, chainTransactions: await chainTransactionCount(chain.rpcUrl, head) })
       // queued deliveries reach the inbox once both dependencies are back: by their job, or, when the
       // job spent its retries during the outage, by the worker's sweep a minute after the send
-      await until('deliveries delivered', async () => (await notificationIntegrity(apiTraffic.answers)).undelivered === 0, 150_000).catch(() => {})
+      // not swallowed: a timeout is recorded with the trial's details and fails it (an undelivered notification is a loss)
+      const deliveredInTime = await until('deliveries delivered', async () => (await notificationIntegrity(apiTraffic.answers)).undelivered === 0, 150_000).then(
+        () => true,
+        () => false,
+      )
       const notifications = await notificationIntegrity(apiTraffic.answers)
       const verdict = judge(apiTraffic.answers, outage)
       const byPhase = (wanted: Phase) => apiTraffic.answers.filter((answer) => answer.phase === wanted)
@@ -309,6 +313,7 @@ describe('3. Outages during indexing and API traffic', () => {
         headBefore,
         sameProcess: service.role.child.pid === pid && service.role.child.exitCode === null,
         recoveredAfterMs,
+        deliveredInTime,
         requests: apiTraffic.answers.length,
         requestsWhileDown: downAnswers.length,
         slowestAnswerWhileDownMs: Math.max(0, ...downAnswers.map((answer) => answer.ms)),
@@ -325,7 +330,8 @@ describe('3. Outages during indexing and API traffic', () => {
         notifications.halfWritten === 0 &&
         notifications.refusedButRecorded === 0 &&
         notifications.acceptedButMissing === 0 &&
-        notifications.undelivered === 0
+        notifications.undelivered === 0 &&
+        deliveredInTime
       reports[outage].record({ trial, lost: comparison.lost, doubled: comparison.doubled, fiveXX: verdict.fiveXX, inputs: apiTraffic.answers.length, ok, durationMs: Date.now() - started, details })
       return details
     } catch (error) {
@@ -344,6 +350,7 @@ describe('3. Outages during indexing and API traffic', () => {
     const details = await outageTrial('redis', mode, trial)
     expect(details).toMatchObject({
       sameProcess: true,
+      deliveredInTime: true,
       unexpected: [],
       hangs: 0,
       exact: true,
@@ -356,10 +363,11 @@ describe('3. Outages during indexing and API traffic', () => {
     const details = await outageTrial('postgres', mode, trial)
     expect(details).toMatchObject({
       sameProcess: true,
+      deliveredInTime: true,
       unexpected: [],
       hangs: 0,
       exact: true,
-      notifications: { halfWritten: 0, refusedButRecorded: 0, acceptedButMissing: 0 },
+      notifications: { halfWritten: 0, refusedButRecorded: 0, acceptedButMissing: 0, undelivered: 0 },
     })
     expect(details.requestsWhileDown).toBeGreaterThan(10)
   })
