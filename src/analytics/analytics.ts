@@ -4,6 +4,7 @@ import { listCodeAttributions, type AttributionListQuery, type ExplorerLookup } 
 import { readCodeHourly, readCodeStats, type CodeStats, type HourlyWindow } from './code-stats.js'
 import { readLeaderboard, type Leaderboard, type LeaderboardQuery } from './leaderboard.js'
 import { readSummary, type SummaryWindow } from './summary.js'
+import { createReadCache, type ReadCache } from './read-cache.js'
 import { resolveDayWindow } from './window.js'
 
 export type CodeAnalytics = CodeStats & { code: string; registered: boolean; from: string; to: string }
@@ -14,26 +15,43 @@ export type CodeAnalytics = CodeStats & { code: string; registered: boolean; fro
  * of the attribution rows one page at a time, never scans them, so a request
  * costs the same however busy a code is.
  */
-export function createAnalytics({ db, registry, explorerOf }: { db: Database; registry: Pick<Registry, 'findByCode'>; explorerOf: ExplorerLookup }) {
+export function createAnalytics({
+  db,
+  registry,
+  explorerOf,
+  cache = createReadCache({ ttlMs: 0 }),
+}: {
+  db: Database
+  registry: Pick<Registry, 'findByCode'>
+  explorerOf: ExplorerLookup
+  /** Remembers window-wide answers until the next commit; off (ttl 0) unless given. */
+  cache?: ReadCache
+}) {
+  // the key is the question; `now` only appears in tests, which pass it to get exact windows
+  const cached = <T>(name: string, query: object, load: () => Promise<T>) =>
+    'now' in query && query.now !== undefined ? load() : cache.get(`${name} ${JSON.stringify(query)}`, load)
+
   /** Throws InvalidWindowError for a window that is malformed, reversed or too long. */
   async function codeAnalytics(
     code: string,
     query: { from?: string; to?: string; chainId?: number; registry?: string; now?: Date } = {},
   ): Promise<CodeAnalytics> {
     const window = resolveDayWindow(query, query.now)
-    const [stats, registered] = await Promise.all([
-      readCodeStats(db, { code, window, chainId: query.chainId, registry: query.registry }),
-      registry.findByCode(code),
-    ])
-    return { code, registered: registered !== undefined, ...stats, from: window.from, to: window.to }
+    return cached('code', { code, ...query, ...window }, async () => {
+      const [stats, registered] = await Promise.all([
+        readCodeStats(db, { code, window, chainId: query.chainId, registry: query.registry }),
+        registry.findByCode(code),
+      ])
+      return { code, registered: registered !== undefined, ...stats, from: window.from, to: window.to }
+    })
   }
 
   async function codeHourly(code: string, query: { window: HourlyWindow; chainId?: number; registry?: string; now?: Date }) {
     return { code, window: query.window, ...(await readCodeHourly(db.$client, { code, ...query })) }
   }
 
-  const leaderboard = (query: LeaderboardQuery): Promise<Leaderboard> => readLeaderboard(db.$client, query)
-  const summary = (query: { window: SummaryWindow; chainId?: number; now?: Date }) => readSummary(db.$client, query)
+  const leaderboard = (query: LeaderboardQuery): Promise<Leaderboard> => cached('leaderboard', query, () => readLeaderboard(db.$client, query))
+  const summary = (query: { window: SummaryWindow; chainId?: number; now?: Date }) => cached('summary', query, () => readSummary(db.$client, query))
   const attributions = (query: AttributionListQuery) => listCodeAttributions(db.$client, query, explorerOf)
 
   return { codeAnalytics, codeHourly, leaderboard, summary, attributions }

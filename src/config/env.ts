@@ -94,6 +94,8 @@ const envSchema = z.object({
   DEVNET: booleanFlag.default(true),
   DEVNET_PORT: port.default(8545),
   METRICS_PORT: port.optional(),
+  /** How long summary, leaderboard and code totals are reused at most; any commit or rollback drops them at once (0 disables). */
+  ANALYTICS_CACHE_MS: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must be >= 0').default(5_000),
   /** Server-sent-event subscribers one API process serves at once; more are answered 503. */
   STREAM_MAX_SUBSCRIBERS: positiveInt.default(1_000),
   /** Heartbeat comment interval of the attribution stream (keeps proxies from closing idle streams). */

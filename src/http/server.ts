@@ -20,6 +20,7 @@ import { clientErrorHandler, errorBody, errorHandler, frameworkErrorHandler } fr
 import { createAnalytics } from '../analytics/analytics.js'
 import { analyticsRoutes } from './routes/analytics.js'
 import { createExplorerLookup } from '../analytics/attributions.js'
+import { createReadCache } from '../analytics/read-cache.js'
 import { indexerStatusRoutes } from './routes/indexer-status.js'
 import { streamRoutes } from './routes/stream.js'
 import { createStreamHub } from '../stream/hub.js'
@@ -117,7 +118,21 @@ export async function createServer(deps: ServerDeps): Promise<Server> {
   await app.register(adminRoutes, { db: deps.db, adminToken: deps.config.ADMIN_TOKEN })
   await app.register(platformRoutes, { config: deps.config, db: deps.db })
   const chains = deps.chains ?? deps.config.chains
-  await app.register(analyticsRoutes, { analytics: createAnalytics({ db: deps.db, registry, explorerOf: createExplorerLookup(chains) }) })
+  const analyticsCache = createReadCache({ ttlMs: deps.config.ANALYTICS_CACHE_MS })
+  const hub = createStreamHub({
+    sql: deps.db.$client,
+    maxSubscribers: deps.config.STREAM_MAX_SUBSCRIBERS,
+    heartbeatMs: deps.config.STREAM_HEARTBEAT_MS,
+    logger: deps.logger.child({ component: 'stream' }),
+    onChange: analyticsCache.invalidate,
+  })
+  if (deps.config.ANALYTICS_CACHE_MS > 0) {
+    // the cache is only sound while commit notifications arrive; without them it still expires by its TTL
+    hub.start().catch((error: Error) => deps.logger.warn({ err: error.message }, 'analytics cache: not listening for commits yet'))
+  }
+  await app.register(analyticsRoutes, {
+    analytics: createAnalytics({ db: deps.db, registry, explorerOf: createExplorerLookup(chains), cache: analyticsCache }),
+  })
   await app.register(indexerStatusRoutes, {
     db: deps.db,
     chainIds: chains.map((chain) => chain.chainId).filter((id): id is number => id !== undefined),
@@ -133,12 +148,6 @@ export async function createServer(deps: ServerDeps): Promise<Server> {
     logWindow: deps.config.VALIDATE_LOG_WINDOW,
   })
   await app.register(attributionRoutes, { validator })
-  const hub = createStreamHub({
-    sql: deps.db.$client,
-    maxSubscribers: deps.config.STREAM_MAX_SUBSCRIBERS,
-    heartbeatMs: deps.config.STREAM_HEARTBEAT_MS,
-    logger: deps.logger.child({ component: 'stream' }),
-  })
   // open streams never finish by themselves: end them first so close() can drain the rest
   app.addHook('preClose', async () => hub.stop())
   await app.register(streamRoutes, { hub, retryMs: 2_000 })

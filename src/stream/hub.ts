@@ -61,7 +61,14 @@ type Notice = { type: 'commit' | 'rollback'; chainId: number; fromBlock: number;
  * whatever the number of subscribers) and hands each subscriber the events
  * of its code. One LISTEN connection per API process.
  */
-export function createStreamHub(options: { sql: Sql; maxSubscribers: number; heartbeatMs: number; logger: Logger }) {
+export function createStreamHub(options: {
+  sql: Sql
+  maxSubscribers: number
+  heartbeatMs: number
+  logger: Logger
+  /** Called for every notice, before its events are read: something committed or rolled back. */
+  onChange?: () => void
+}) {
   const { sql, logger } = options
   const subscribers = new Set<Subscriber>()
   let unlisten: (() => Promise<void>) | undefined
@@ -84,6 +91,7 @@ export function createStreamHub(options: { sql: Sql; maxSubscribers: number; hea
   // notices are handled one after another so subscribers see events in commit order
   let handling = Promise.resolve()
   function onNotice(payload: string) {
+    options.onChange?.()
     handling = handling.then(async () => {
       try {
         deliver(await eventsOf(JSON.parse(payload) as Notice))

@@ -99,7 +99,8 @@ beforeAll(async () => {
     db: database.db,
     databaseUrl: database.url,
     redisUrl: inject('redisUrl'),
-    env: { STREAM_MAX_SUBSCRIBERS: '3', STREAM_HEARTBEAT_MS: '300' },
+    // a cache long enough that only the commit notification can refresh the answers below
+    env: { STREAM_MAX_SUBSCRIBERS: '3', STREAM_HEARTBEAT_MS: '300', ANALYTICS_CACHE_MS: '600000' },
   })
 }, 60_000)
 
@@ -177,5 +178,17 @@ describe('GET /v1/attribution/stream', () => {
     await Promise.all(open.map((stream) => stream.close()))
     const bad = await request(`${api.url}/v1/attribution/stream`, { headers: { 'last-event-id': 'yesterday' } })
     expect([bad.status, bad.body.error.field]).toEqual([400, 'Last-Event-ID'])
+  })
+})
+
+describe('analytics cache', () => {
+  it('answers repeats from memory and drops them when a range commits', async () => {
+    const summaryOf = async () => (await request(`${api.url}/v1/analytics/summary?window=24h&chainId=${CHAIN}`)).body.totals.attributions
+    const before = await summaryOf()
+    // written behind the API's back, without a notification: the cached answer stands
+    await database.db.$client`update chain_hourly_totals set attributions = attributions + 1000 where chain_id = ${CHAIN}`
+    expect(await summaryOf()).toBe(before)
+    await commit(100, 100, 'cache', ['epsilon', 'zeta'])
+    await expect.poll(summaryOf).toBe(before === 0 ? 2 : before + 1002)
   })
 })

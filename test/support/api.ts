@@ -23,6 +23,8 @@ export async function startTestApi(options: {
     PORT: '0',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     DEVNET: 'false',
+    // tests read right after writing; the commit-invalidated cache is tested on its own (stream.test.ts)
+    ANALYTICS_CACHE_MS: '0',
     ...options.env,
   })
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'test-api' })
