@@ -8,6 +8,7 @@ import { runRoles, type Role } from './roles.js'
 import { runAdminCommand } from './admin.js'
 import { runValidateCommand } from '../validation/cli.js'
 import { AnvilStartError } from '../devnet/anvil.js'
+import { ChainIdentityError } from '../follower/identity.js'
 import { dependenciesOf, StartupError, STARTUP_EXIT_CODE, waitForDependencies } from './startup.js'
 
 const usage = `Usage: attribution <command> [options]
@@ -149,7 +150,7 @@ async function main(argv: string[]) {
 
 main(process.argv.slice(2)).catch((error) => {
   // expected conditions (a dependency unreachable, anvil's port taken, a node serving another chain): one line
-  if (error instanceof StartupError || error instanceof ConfigError || error instanceof AnvilStartError) {
+  if (error instanceof StartupError || error instanceof ConfigError || error instanceof AnvilStartError || error instanceof ChainIdentityError) {
     process.stderr.write(`${error.message.split('\n')[0]}\n`)
     process.exit(STARTUP_EXIT_CODE)
   }

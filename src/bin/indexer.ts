@@ -4,6 +4,7 @@ import type { ChainConfig } from '../config/chains.js'
 import type { Config } from '../config/env.js'
 import type { Database } from '../db/client.js'
 import { createFollower, type Follower } from '../follower/follower.js'
+import { verifyChainIdentity } from '../follower/identity.js'
 import type { Logger } from '../logger.js'
 import { createIndexerMetrics, type IndexerMetrics } from '../metrics/indexer.js'
 import { createRangeQueue, type RangeQueue } from '../pipeline/queue.js'
@@ -102,6 +103,7 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
 
   const followers: Follower[] = []
   if (roles.follower) {
+    for (const chain of chains) await verifyChainIdentity({ db, rpc: rpcFor(chain), chain, logger })
     for (const chain of chains) {
       const follower = createFollower({
         chain,

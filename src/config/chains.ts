@@ -18,6 +18,8 @@ export type ChainConfig = {
   entryPoints: Address[]
   /** Block explorer base URL (links `<explorerUrl>/tx/<hash>`); known chains have a default. */
   explorerUrl?: string | undefined
+  /** The local devnet (a new chain at every start): its previous index is reset, not refused, when the genesis changes. */
+  devnet?: boolean
 }
 
 const address = z.string().refine(isAddress, { error: 'must be a 0x-prefixed 20-byte address' }).transform((a) => getAddress(a))

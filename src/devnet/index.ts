@@ -86,6 +86,7 @@ export async function startDevnet(options: DevnetOptions): Promise<Devnet> {
       confirmations: options.confirmations ?? 1,
       pollIntervalMs: Math.max(250, Math.min(1_000, (blockTime * 1_000) / 2)),
       entryPoints: entryPointVersions.map((version) => contracts.entryPoints[version].address),
+      devnet: true,
     }
     let stopping: Promise<void> | undefined
     return {

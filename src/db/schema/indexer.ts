@@ -17,6 +17,8 @@ export const chainState = pgTable('chain_state', {
   chainId: integer('chain_id').primaryKey(),
   headBlock: bigint('head_block', { mode: 'number' }).notNull(),
   headHash: text('head_hash').notNull(),
+  /** Hash of block 0 of the chain this index was built from: a node serving another chain under the same id is caught. */
+  genesisHash: text('genesis_hash'),
   updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
 })
 

@@ -1,0 +1,1 @@
+ALTER TABLE "chain_state" ADD COLUMN "genesis_hash" text;
