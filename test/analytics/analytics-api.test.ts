@@ -185,7 +185,16 @@ describe('OpenAPI', () => {
     const spec = await request(`${api.url}/openapi.json`)
     expect(spec.status).toBe(200)
     expect(Object.keys(spec.body.paths)).toEqual(
-      expect.arrayContaining(['/v1/analytics/codes/{code}', '/v1/analytics/leaderboard', '/v1/attribution/validate']),
+      expect.arrayContaining([
+        '/v1/analytics/codes/{code}',
+        '/v1/analytics/codes/{code}/hourly',
+        '/v1/analytics/codes/{code}/attributions',
+        '/v1/analytics/leaderboard',
+        '/v1/analytics/summary',
+        '/v1/indexer/status',
+        '/v1/attribution/stream',
+        '/v1/attribution/validate',
+      ]),
     )
     expect(Object.keys(spec.body.paths['/v1/attribution/validate'])).toEqual(expect.arrayContaining(['get', 'post']))
   })
