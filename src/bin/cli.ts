@@ -1,13 +1,13 @@
 import { parseArgs } from 'node:util'
 import { decodeAttribution } from '../attribution/decode.js'
-import { ConfigError, loadConfig, type Config } from '../config/env.js'
+import { ConfigError, loadConfig, PLACEHOLDER_CURSOR_SECRET, type Config } from '../config/env.js'
 import { migrateDatabase } from '../db/migrate.js'
 import { postgresPatchProblem } from '../db/driver-patch.js'
 import { createLogger } from '../logger.js'
 import { runRoles, type Role } from './roles.js'
 import { runAdminCommand } from './admin.js'
 import { runValidateCommand } from '../validation/cli.js'
-import { AnvilStartError } from '../devnet/anvil.js'
+import { AnvilStartError, DEVNET_CHAIN_ID } from '../devnet/anvil.js'
 import { ChainIdentityError } from '../follower/identity.js'
 import { dependenciesOf, StartupError, STARTUP_EXIT_CODE, waitForDependencies } from './startup.js'
 
@@ -46,6 +46,14 @@ const rolesByCommand: Record<string, Role[]> = {
   worker: ['worker'],
 }
 
+/** Cursors signed with the published placeholder can be forged: say so, and refuse it in production. */
+function checkCursorSecret(config: Config, logger: ReturnType<typeof createLogger>) {
+  if (config.CURSOR_SECRET !== PLACEHOLDER_CURSOR_SECRET) return
+  const advice = 'set CURSOR_SECRET to your own secret of at least 16 characters (e.g. openssl rand -hex 24)'
+  if (config.NODE_ENV === 'production') throw new StartupError(`CURSOR_SECRET: the placeholder is refused with NODE_ENV=production; ${advice}`)
+  logger.warn(`CURSOR_SECRET is the published placeholder: pagination cursors can be forged; ${advice}`)
+}
+
 /** SIGTERM/SIGINT to exit, at most: orchestrators wait a few seconds before SIGKILL, people at a terminal less. */
 const SHUTDOWN_DEADLINE_MS = 1_800
 
@@ -60,6 +68,7 @@ async function runDaemon(command: string) {
     process.exit(0)
   }
   process.once('SIGTERM', duringStartup).once('SIGINT', duringStartup)
+  if (roles.has('api')) checkCursorSecret(config, logger)
   await waitForDependencies(dependenciesOf(config, { indexing }), { timeoutMs: config.STARTUP_TIMEOUT_MS, logger })
   const running = await runRoles(config, roles, logger)
   let stopping = false
@@ -89,6 +98,16 @@ async function runDaemon(command: string) {
   process.off('SIGTERM', duringStartup).off('SIGINT', duringStartup)
   process.on('SIGTERM', () => shutdown('SIGTERM'))
   process.on('SIGINT', () => shutdown('SIGINT'))
+}
+
+/**
+ * No chain configured and the devnet on: `attribution validate` asks the
+ * devnet that `npm start` runs (DEVNET_PORT, chain 31337) for hashes the
+ * index does not hold yet, as the API of that process does.
+ */
+function withDevnetChain(config: Config): Config {
+  if (config.chains.length > 0 || !config.DEVNET) return config
+  return { ...config, chains: loadConfig({ RPC_URL: `http://127.0.0.1:${config.DEVNET_PORT}`, CHAIN_ID: String(DEVNET_CHAIN_ID) }).chains }
 }
 
 /** One-shot commands try PostgreSQL once: a person waiting at a prompt wants the answer, not a retry loop. */
@@ -129,7 +148,7 @@ async function main(argv: string[]) {
     }
     case 'validate': {
       // raw arguments: --type and --chain take values
-      const config = readConfig()
+      const config = withDevnetChain(readConfig())
       await checkDatabaseOnce(config)
       process.exitCode = await runValidateCommand(config, argv.slice(argv.indexOf('validate') + 1))
       return

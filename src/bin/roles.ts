@@ -1,3 +1,5 @@
+import { createServer as createHttpServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import type { Config } from '../config/env.js'
 import { closeDatabase, createDatabase, type Database } from '../db/client.js'
 import { migrateDatabase } from '../db/migrate.js'
@@ -50,6 +52,30 @@ async function startLocalDevnet(config: Config, db: Database, logger: Logger) {
 }
 
 /**
+ * /metrics alone on METRICS_PORT: Prometheus scrapes a follower or worker
+ * process, which has no API, the same way it scrapes the API.
+ */
+async function serveMetrics(registry: MetricsRegistry, host: string, port: number) {
+  const server = createHttpServer((request, response) => {
+    if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
+      response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics\n')
+      return
+    }
+    registry.metrics().then(
+      (text) => response.writeHead(200, { 'content-type': registry.contentType }).end(text),
+      (error: Error) => response.writeHead(500, { 'content-type': 'text/plain' }).end(`${error.message}\n`),
+    )
+  })
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, host, resolve))
+  const address = server.address() as AddressInfo
+  const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`
+  return {
+    url,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve()).closeAllConnections()),
+  }
+}
+
+/**
  * Starts the requested roles in this process. `start` runs all of them; the
  * same binary runs each alone so operators can scale workers across machines
  * that share Redis and Postgres.
@@ -89,6 +115,11 @@ export async function runRoles(config: Config, roles: ReadonlySet<Role>, logger:
       metricsRegistry,
     })
     closers.push({ name: 'indexer', stage: 1, close: () => indexer!.stop() })
+  }
+  if (config.METRICS_PORT !== undefined) {
+    const metricsServer = await serveMetrics(metricsRegistry, config.HOST, config.METRICS_PORT)
+    closers.push({ name: 'metrics', stage: 0, close: () => metricsServer.close() })
+    logger.info({ url: `${metricsServer.url}/metrics` }, 'metrics listening')
   }
   registerStateMetrics(metricsRegistry, { db, queue: indexer?.queue, stuckAfter: config.STUCK_RANGE_ATTEMPTS })
 

@@ -31,6 +31,9 @@ function urlWithProtocols(protocols: string[]) {
   )
 }
 
+/** The default CURSOR_SECRET: fine on a laptop, a warning in development and refused in production. */
+export const PLACEHOLDER_CURSOR_SECRET = 'attribution-cursor-secret-change-me'
+
 /**
  * Every setting the process reads from the environment. Defaults are chosen so
  * that a machine with PostgreSQL and Redis on their standard local ports runs
@@ -53,7 +56,7 @@ const envSchema = z.object({
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   PLATFORM_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   /** Secret that signs pagination cursors so a tampered cursor is detected. */
-  CURSOR_SECRET: z.string().min(16, 'must be at least 16 characters').default('attribution-cursor-secret-change-me'),
+  CURSOR_SECRET: z.string().min(16, 'must be at least 16 characters').default(PLACEHOLDER_CURSOR_SECRET),
   /** Fastify trustProxy: unset = client IP from the socket; else true, a hop count or a list of proxy IPs/CIDRs. */
   TRUST_PROXY: z.string().optional(),
   RATE_LIMIT_MAX: positiveInt.default(20),
@@ -93,6 +96,7 @@ const envSchema = z.object({
   /** Start a local anvil devnet with generated traffic when no RPC_URL is set. */
   DEVNET: booleanFlag.default(true),
   DEVNET_PORT: port.default(8545),
+  /** Also serve /metrics on this port (for roles without the API: follower, worker). */
   METRICS_PORT: port.optional(),
   /** How long summary, leaderboard and code totals are reused at most; any commit or rollback drops them at once (0 disables). */
   ANALYTICS_CACHE_MS: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must be >= 0').default(5_000),

@@ -34,7 +34,9 @@ export class AnvilStartError extends Error {
   override name = 'AnvilStartError'
 }
 
-const DEFAULT_CHAIN_ID = 31337
+/** anvil's own default, kept for the devnet: the chain id wallets and tools expect of a local node. */
+export const DEVNET_CHAIN_ID = 31337
+const DEFAULT_CHAIN_ID = DEVNET_CHAIN_ID
 const STOP_GRACE_MS = 3_000
 const OUTPUT_LINES_KEPT = 30
 

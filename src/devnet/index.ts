@@ -75,7 +75,7 @@ export async function startDevnet(options: DevnetOptions): Promise<Devnet> {
         registered_codes_wallets: wallets.traffic.map((sender) => sender.address),
         registered_codes: traffic.registeredCodes,
       },
-      'devnet ready: EntryPoints at their canonical addresses; register the listed wallets to see their bc_ codes resolve',
+      'devnet ready: EntryPoints at their canonical addresses; the bc_ codes of the listed wallets resolve once the wallets are registered (attribution start registers them)',
     )
     const loop = traffic.startLoop({ logger, transactionsPerBlock: options.transactionsPerBlock ?? 4, stopGraceMs: options.stopGraceMs })
     const chain: ChainConfig = {

@@ -420,6 +420,17 @@ export async function createTrafficGenerator(options: TrafficGeneratorOptions): 
     }
   }
 
+  /** Hashes to try `attribution validate` (and the API's validate) on: an attributed transaction and UserOperation of this batch. */
+  function samplesOf(batch: GroundTruth) {
+    const succeeded = batch.attributions.filter((row) => row.status === 'success')
+    const transaction = succeeded.find((row) => row.kind === 'transaction')
+    const operation = succeeded.find((row) => row.kind === 'userOperation')
+    return {
+      ...(transaction && { sample_tx_hash: transaction.txHash }),
+      ...(operation && { sample_user_op_hash: operation.userOpHash }),
+    }
+  }
+
   function startLoop({ logger, transactionsPerBlock = 4, receiptTimeoutMs = 30_000, stopGraceMs = 5_000 }: TrafficLoopOptions): TrafficLoop {
     let running = true
     /** Once stopping, the batch in flight gets a short grace to be mined, not the full receipt timeout. */
@@ -438,7 +449,7 @@ export async function createTrafficGenerator(options: TrafficGeneratorOptions): 
           sentTotal += sent.length
           const lastBlock = receipts.reduce((max, receipt) => (receipt.blockNumber > max ? receipt.blockNumber : max), 0n)
           logger.info(
-            { chain_id: chainId, block: Number(lastBlock), sent: countKinds(sent), truth: { transactions: sentTotal, ...summary.summary } },
+            { chain_id: chainId, block: Number(lastBlock), sent: countKinds(sent), ...samplesOf(truth), truth: { transactions: sentTotal, ...summary.summary } },
             'devnet traffic mined',
           )
           // no wait for the next block: this batch's receipts exist, so its block is mined and the next batch lands in a later one

@@ -62,7 +62,7 @@ export function createFollower(options: FollowerOptions) {
   let running: Promise<void> | undefined
   let unwatch: (() => void) | undefined
 
-  const progress = createProgressReporter({ chainId, logger, metrics, liveWindow: Math.max(2, options.rangeSize) })
+  const progress = createProgressReporter({ chainId, startBlock: chain.startBlock, logger, metrics, liveWindow: Math.max(2, options.rangeSize) })
 
   async function latestHeader(): Promise<RawHeader> {
     const header = await rpc.request<RawHeader | null>('eth_getBlockByNumber', ['latest', false])

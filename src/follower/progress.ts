@@ -5,52 +5,100 @@ import { indexedThrough } from './ranges.js'
 
 const REPORT_INTERVAL_MS = 10_000
 
+type Done = { blocks: number; transactions: number; attributions: number }
+
+/** What the ranges finished since `since` indexed (done_at is set in the commit that counts them). */
+async function doneSince(sql: postgres.ReservedSql, chainId: number, since: number): Promise<Done> {
+  const [row] = await sql<{ blocks: string | null; txs: string | null; attributions: string | null }[]>`
+    select sum(to_block - from_block + 1) as blocks, sum(tx_count) as txs, sum(attribution_count) as attributions
+    from ranges where chain_id = ${chainId} and status = 'done' and done_at > ${new Date(since).toISOString()}::timestamptz`
+  return { blocks: Number(row?.blocks ?? 0), transactions: Number(row?.txs ?? 0), attributions: Number(row?.attributions ?? 0) }
+}
+
+const perSecond = (count: number, seconds: number) => (seconds > 0 ? Number((count / seconds).toFixed(1)) : 0)
+
 /**
- * Backfill progress in the logs: blocks/s and transactions/s indexed since
- * the last report, blocks remaining and an ETA. Quiet once caught up.
+ * Backfill progress: while the index is more than `liveWindow` blocks behind
+ * its target, one line every 10 s with blocks/s, transactions/s and
+ * attributions/s over those 10 s, blocks left and an ETA (also as gauges);
+ * once within the window, one "caught up with the head" line with the
+ * backfill's totals. Quiet while following the head.
  */
 export function createProgressReporter({
   chainId,
+  startBlock,
   logger,
   metrics,
   liveWindow,
 }: {
   chainId: number
+  startBlock: number
   logger: Logger
   metrics?: IndexerMetrics
   /** Within this many blocks of the target the follower is following the head, not backfilling. */
   liveWindow: number
 }) {
-  let last = { at: Date.now(), through: undefined as number | undefined }
+  let backfill: { startedAt: number; from: number } | undefined
   let lastReportAt = 0
 
   async function report(sql: postgres.ReservedSql, target: number) {
     const now = Date.now()
-    const through = await indexedThrough(sql, chainId)
-    if (through !== undefined) metrics?.indexed(chainId, through, target)
+    const through = (await indexedThrough(sql, chainId)) ?? startBlock - 1
+    metrics?.indexed(chainId, through, target)
+    const remaining = Math.max(0, target - through)
+
+    if (!backfill) {
+      if (remaining <= liveWindow) return
+      backfill = { startedAt: now, from: through + 1 }
+      lastReportAt = now
+      metrics?.backfill(chainId, { blocksPerSecond: 0, transactionsPerSecond: 0, attributionsPerSecond: 0, blocksRemaining: remaining, etaSeconds: undefined })
+      logger.info({ indexed_through: through, target, blocks_remaining: remaining }, 'backfilling')
+      return
+    }
+
+    if (remaining <= liveWindow) {
+      const done = await doneSince(sql, chainId, backfill.startedAt - 1)
+      const seconds = (now - backfill.startedAt) / 1000
+      metrics?.backfill(chainId, { blocksPerSecond: 0, transactionsPerSecond: 0, attributionsPerSecond: 0, blocksRemaining: remaining, etaSeconds: 0 })
+      logger.info(
+        {
+          indexed_through: through,
+          target,
+          blocks: done.blocks,
+          transactions: done.transactions,
+          attributions: done.attributions,
+          seconds: Number(seconds.toFixed(1)),
+          blocks_per_s: perSecond(done.blocks, seconds),
+          tx_per_s: perSecond(done.transactions, seconds),
+        },
+        'caught up with the head',
+      )
+      backfill = undefined
+      return
+    }
+
     if (now - lastReportAt < REPORT_INTERVAL_MS) return
-    const since = new Date(last.at).toISOString()
-    const [row] = await sql<{ blocks: string | null; txs: string | null }[]>`
-      select sum(to_block - from_block + 1) as blocks, sum(tx_count) as txs
-      from ranges where chain_id = ${chainId} and status = 'done' and done_at > ${since}::timestamptz`
-    const seconds = (now - last.at) / 1000
-    const blocks = Number(row?.blocks ?? 0)
-    const remaining = through === undefined ? undefined : Math.max(0, target - through)
-    last = { at: now, through }
+    const done = await doneSince(sql, chainId, lastReportAt)
+    const seconds = (now - lastReportAt) / 1000
     lastReportAt = now
-    if (blocks === 0 && !remaining) return
-    const blocksPerSecond = blocks / seconds
-    const backfilling = remaining !== undefined && remaining > liveWindow
-    logger[backfilling ? 'info' : 'debug'](
+    const rates = {
+      blocksPerSecond: perSecond(done.blocks, seconds),
+      transactionsPerSecond: perSecond(done.transactions, seconds),
+      attributionsPerSecond: perSecond(done.attributions, seconds),
+    }
+    const etaSeconds = rates.blocksPerSecond > 0 ? Math.round(remaining / rates.blocksPerSecond) : undefined
+    metrics?.backfill(chainId, { ...rates, blocksRemaining: remaining, etaSeconds })
+    logger.info(
       {
         indexed_through: through,
         target,
-        blocks_per_s: Number(blocksPerSecond.toFixed(1)),
-        tx_per_s: Math.round(Number(row?.txs ?? 0) / seconds),
+        blocks_per_s: rates.blocksPerSecond,
+        tx_per_s: rates.transactionsPerSecond,
+        attributions_per_s: rates.attributionsPerSecond,
         blocks_remaining: remaining,
-        eta_s: remaining && blocksPerSecond > 0 ? Math.round(remaining / blocksPerSecond) : undefined,
+        eta_s: etaSeconds ?? null,
       },
-      backfilling ? 'backfilling' : 'following the head',
+      'backfilling',
     )
   }
 

@@ -26,6 +26,9 @@ export function createIndexerMetrics(registry: Registry) {
   const rpcInFlight = new Gauge({ name: 'indexer_rpc_requests_in_flight', help: 'HTTP requests to the node in flight', labelNames: ['endpoint'], registers: [registry] })
   const rpcConcurrency = new Gauge({ name: 'indexer_rpc_concurrency_limit', help: 'Requests the transport allows in flight now (AIMD)', labelNames: ['endpoint'], registers: [registry] })
   const rpcFailures = new Counter({ name: 'indexer_rpc_failures_total', help: 'Failed RPC requests or calls by kind (batch_limit, response_too_large, rate_limited, timeout, http_error, network, unreadable, item_error)', labelNames: ['endpoint', 'kind'], registers: [registry] })
+  const backfillRate = new Gauge({ name: 'indexer_backfill_rate_per_second', help: 'Backfill speed over the last 10 s report, by what is counted (blocks, transactions, attributions); 0 once caught up', labelNames: ['chain_id', 'unit'], registers: [registry] })
+  const backfillRemaining = new Gauge({ name: 'indexer_backfill_blocks_remaining', help: 'Blocks the backfill still has to index, at the last report', labelNames: ['chain_id'], registers: [registry] })
+  const backfillEta = new Gauge({ name: 'indexer_backfill_eta_seconds', help: 'Estimated seconds to catch up at the last report speed (0 once caught up, absent while unknown)', labelNames: ['chain_id'], registers: [registry] })
   const pending = new Gauge({ name: 'indexer_follower_pending_ranges', help: 'Ranges waiting to be indexed', labelNames: ['chain_id'], registers: [registry] })
 
   return {
@@ -47,6 +50,14 @@ export function createIndexerMetrics(registry: Registry) {
       lag.set(label(chainId), Math.max(0, target - through))
     },
     pendingRanges: (chainId: number, count: number) => pending.set(label(chainId), count),
+    backfill(chainId: number, progress: BackfillProgress) {
+      backfillRate.set({ ...label(chainId), unit: 'blocks' }, progress.blocksPerSecond)
+      backfillRate.set({ ...label(chainId), unit: 'transactions' }, progress.transactionsPerSecond)
+      backfillRate.set({ ...label(chainId), unit: 'attributions' }, progress.attributionsPerSecond)
+      backfillRemaining.set(label(chainId), progress.blocksRemaining)
+      if (progress.etaSeconds === undefined) backfillEta.remove(label(chainId))
+      else backfillEta.set(label(chainId), progress.etaSeconds)
+    },
     /** The transport's view of one node, labelled by its host (never the path, which may hold an API key). */
     rpcTransport(endpoint: string) {
       return {
@@ -59,6 +70,14 @@ export function createIndexerMetrics(registry: Registry) {
       }
     },
   }
+}
+
+export type BackfillProgress = {
+  blocksPerSecond: number
+  transactionsPerSecond: number
+  attributionsPerSecond: number
+  blocksRemaining: number
+  etaSeconds: number | undefined
 }
 
 export type IndexerMetrics = ReturnType<typeof createIndexerMetrics>

@@ -86,6 +86,34 @@ describe('start-up against unreachable dependencies', () => {
   })
 })
 
+describe('settings', () => {
+  it('the placeholder CURSOR_SECRET is refused under NODE_ENV=production, in one line', async () => {
+    const role = spawnRole('api', baseEnv({ NODE_ENV: 'production' }))
+    expect(await role.exited).toBe(78)
+    expect(role.output()).toBe(
+      'CURSOR_SECRET: the placeholder is refused with NODE_ENV=production; set CURSOR_SECRET to your own secret of at least 16 characters (e.g. openssl rand -hex 24)',
+    )
+  })
+
+  it('METRICS_PORT serves /metrics for a role without the API', async () => {
+    const port = await closedPort()
+    const role = spawnRole('worker', baseEnv({ METRICS_PORT: String(port) }))
+    try {
+      while (!role.output().includes('metrics listening')) {
+        if (role.child.exitCode !== null) throw new Error(role.output())
+        await sleep(100)
+      }
+      const response = await fetch(`http://127.0.0.1:${port}/metrics`)
+      expect(response.status).toBe(200)
+      expect(await response.text()).toContain('# TYPE indexer_head_block gauge')
+      expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(404)
+    } finally {
+      role.child.kill('SIGTERM')
+      expect(await role.exited).toBe(0)
+    }
+  })
+})
+
 describe('shutdown', () => {
   let chain: TestChain
   let proxy: RpcProxy
@@ -109,6 +137,14 @@ describe('shutdown', () => {
     }
     const readyLine = role.output().split('\n').find((line) => line.includes('devnet ready'))!
     const rpcUrl = (JSON.parse(readyLine) as { rpc_url: string }).rpc_url
+
+    // the README's validate example: a sample hash from the devnet log, no RPC_URL or chain given
+    const minedLine = role.output().split('\n').find((line) => line.includes('sample_tx_hash'))!
+    const sample = (JSON.parse(minedLine) as { sample_tx_hash: string }).sample_tx_hash
+    const validate = spawnRole('validate' as 'start', { DATABASE_URL: database.url, DEVNET_PORT: new URL(rpcUrl).port, RPC_URL: '', CHAINS: '' }, [sample])
+    expect(await validate.exited).toBe(0)
+    expect(JSON.parse(validate.output())).toMatchObject({ attributed: true, type: 'transaction', hash: sample, chainId: 31337, status: 'success' })
+
     const started = Date.now()
     role.child.kill('SIGTERM')
     expect(await role.exited).toBe(0)
