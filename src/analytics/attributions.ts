@@ -103,7 +103,8 @@ export async function listCodeAttributions(sql: Sql, query: AttributionListQuery
       ${query.chainId === undefined ? sql`` : sql`and chain_id = ${query.chainId}`}
       ${query.kind === undefined ? sql`` : sql`and kind = ${query.kind}`}
       ${query.status === undefined ? sql`` : sql`and status = ${query.status}`}
-    order by block_timestamp desc, id desc
+    -- spelled as the index is (drizzle writes DESC NULLS LAST): plain DESC means NULLS FIRST, and the planner would sort a scan instead
+    order by block_timestamp desc nulls last, id desc nulls last
     limit ${query.limit + 1}`
   const page = rows.slice(0, query.limit)
   const attributions = page.map((row): AttributionItem => {
