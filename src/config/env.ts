@@ -80,10 +80,10 @@ const envSchema = z.object({
   /** Most calls per JSON-RPC batch; the transport shrinks it to what the node accepts and grows back slowly. */
   RPC_BATCH_SIZE: positiveInt.default(50),
   /** Most bytes per batch answer (estimated from earlier answers), so large blocks go a few at a time. */
-  RPC_BATCH_BYTES: positiveInt.default(4 * 1_048_576),
+  RPC_BATCH_BYTES: positiveInt.default(10 * 1_048_576),
   /** Requests in flight per node at the start; adapted (AIMD) between 1 and RPC_MAX_CONCURRENCY on 429s and slow answers. */
   RPC_CONCURRENCY: positiveInt.default(4),
-  RPC_MAX_CONCURRENCY: positiveInt.default(16),
+  RPC_MAX_CONCURRENCY: positiveInt.default(8),
   /** Attempts per call before the range fails (and records why). */
   RPC_MAX_ATTEMPTS: positiveInt.default(5),
   /** A range that has failed this many times is reported stuck (gauge, error log, /readyz, /v1/indexer/status). */

@@ -40,11 +40,16 @@ export function createBatchSizer(options: BatchSizerOptions) {
     return Math.max(1, Math.min(size, byBytes))
   }
 
-  function succeeded(method: string, calls: number, bytes: number) {
+  /** Bytes per call seen in an answer (or in the part of it that fit under the node's size limit). */
+  function measured(method: string, calls: number, bytes: number) {
     const perCall = bytes / calls
     const previous = bytesPerCall.get(method)
-    // weighted towards the larger figure: blocks grow, and a batch that overshoots costs a retry
-    bytesPerCall.set(method, previous === undefined ? perCall : Math.max(perCall, previous * 0.9 + perCall * 0.1))
+    // the largest recent figure, decaying slowly: blocks vary, and a batch that overshoots costs a retry
+    bytesPerCall.set(method, previous === undefined ? perCall : Math.max(perCall, previous * 0.99))
+  }
+
+  function succeeded(method: string, calls: number, bytes: number) {
+    measured(method, calls, bytes)
     if (++cleanInARow >= growAfter && size < ceiling()) {
       size = Math.min(ceiling(), Math.ceil(size * 1.25))
       cleanInARow = 0
@@ -83,6 +88,7 @@ export function createBatchSizer(options: BatchSizerOptions) {
 
   return {
     sizeFor,
+    measured,
     succeeded,
     batchRefused,
     responseTooLarge,

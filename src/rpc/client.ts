@@ -14,9 +14,9 @@ export type RpcOptions = {
   timeoutMs: number
   /** Most calls per JSON-RPC batch (and the starting size); the transport shrinks it to what the node accepts. */
   batchSize: number
-  /** Most bytes per batch answer, estimated per method from earlier answers (default 4 MiB). */
+  /** Most bytes per batch answer, estimated per method from earlier answers (default 10 MiB). */
   batchBytes?: number
-  /** Requests in flight at the start (default 4) and at most (default 16); adapted AIMD on 429s and slow answers. */
+  /** Requests in flight at the start (default 4) and at most (default 8); adapted AIMD on 429s and slow answers. */
   concurrency?: number
   maxConcurrency?: number
   /** Attempts per call before its error goes up to the caller (default 5). */
@@ -45,9 +45,9 @@ export function createRpc(options: RpcOptions) {
     url: options.url,
     timeoutMs: options.timeoutMs,
     maxBatchSize: options.batchSize,
-    maxBatchBytes: options.batchBytes ?? 4 * 2 ** 20,
+    maxBatchBytes: options.batchBytes ?? 10 * 2 ** 20,
     concurrency: options.concurrency ?? 4,
-    maxConcurrency: options.maxConcurrency ?? 16,
+    maxConcurrency: options.maxConcurrency ?? 8,
     maxAttempts: options.maxAttempts ?? 5,
     ...(options.retryDelayMs !== undefined && { retryDelayMs: options.retryDelayMs }),
     ...(options.observer && { observer: options.observer }),

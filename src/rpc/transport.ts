@@ -147,8 +147,11 @@ export function createTransport(options: TransportOptions) {
     }
     const answered = readItems(spec, answer.text, positions)
     if (answered.failed.length === 0) succeeded(spec.sizeKey ?? spec.method, positions.length, answer.text.length)
-    // the good part of an answer cut by the size limit is what fits in it
-    if (answered.done.length > 0) for (const group of answered.failed) group.failure.answeredBytes = answer.text.length
+    // the good part of an answer cut by the size limit is what fits in it, and tells the size of a call
+    if (answered.done.length > 0 && answered.failed.length > 0) {
+      sizer.measured(spec.sizeKey ?? spec.method, answered.done.length, answer.text.length)
+      for (const group of answered.failed) group.failure.answeredBytes = answer.text.length
+    }
     return answered
   }
 

@@ -94,6 +94,7 @@ describe('batch item limits', () => {
 it('re-asks only the calls past a response size limit (-32003), in smaller batches, and indexes exactly', async () => {
   const { proxy } = await indexThrough({ maxResponseBytes: 12_000 })
   expect(proxy.limitCounts.too_large).toBeGreaterThan(0)
+  // a few per batch in flight when the limit was learned, and blocks of unequal size now and then: not a loop
   expect(proxy.limitCounts.too_large).toBeLessThan(20)
 }, 120_000)
 
