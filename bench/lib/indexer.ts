@@ -126,6 +126,8 @@ export async function startIndexerProcess(settings: IndexerSettings): Promise<In
     QUEUE_PREFIX: settings.queuePrefix,
     PORT: String(port),
     LOG_LEVEL: 'warn',
+    // production refuses the placeholder secret; a bench's service needs one of its own
+    CURSOR_SECRET: randomBytes(24).toString('hex'),
     ...(settings.workerConcurrency !== undefined && { WORKER_CONCURRENCY: String(settings.workerConcurrency) }),
     ...(settings.rangeSize !== undefined && { RANGE_SIZE: String(settings.rangeSize) }),
     ...(settings.rpcBatchSize !== undefined && { RPC_BATCH_SIZE: String(settings.rpcBatchSize) }),
