@@ -154,8 +154,10 @@ describe('shutdown', () => {
   }, 120_000)
 
   it('`worker` with ranges in progress: SIGTERM exits 0 within 2 s and hands them back to the queue', async () => {
-    const env = indexerEnv({ databaseUrl: database.url, redisUrl: redis.url, prefix: `${redis.prefix}w`, extra: { LOG_LEVEL: 'info' } })
-    const follower = await startTestIndexer({ db: database.db, env, chains: [anvilChain(chain.rpcUrl, { chainId: chain.chainId })], roles: { follower: true, worker: false } })
+    // its own database: the devnet test stored the devnet's genesis for chain 31337 in the shared one
+    const workerDatabase = await createTestDatabase('operations_worker')
+    const env = indexerEnv({ databaseUrl: workerDatabase.url, redisUrl: redis.url, prefix: `${redis.prefix}w`, extra: { LOG_LEVEL: 'info' } })
+    const follower = await startTestIndexer({ db: workerDatabase.db, env, chains: [anvilChain(chain.rpcUrl, { chainId: chain.chainId })], roles: { follower: true, worker: false } })
     const connection = createRedis(redis.url, 'queue')
     const queue = createRangeQueue(connection, `${redis.prefix}w`)
     try {
@@ -177,6 +179,7 @@ describe('shutdown', () => {
     } finally {
       await queue.close()
       connection.disconnect()
+      await workerDatabase.drop()
     }
   }, 120_000)
 })
