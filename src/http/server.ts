@@ -34,7 +34,7 @@ import { adminRoutes } from './routes/admin.js'
 import { notificationRoutes } from './routes/notifications.js'
 import { platformRoutes } from './routes/platform.js'
 import { metricsRoutes } from './routes/metrics.js'
-import { limitBodies, measureRequests } from './guard.js'
+import { limitBodies, limitJsonDepth, measureRequests } from './guard.js'
 
 /** Everything the routes need, built once by the process and shared. */
 export type ServerDeps = {
@@ -80,6 +80,7 @@ export async function createServer(deps: ServerDeps): Promise<Server> {
 
   // before any route: what a request may cost, and what each did
   limitBodies(app, deps.config.BODY_LIMIT)
+  limitJsonDepth(app)
   if (deps.metricsRegistry) measureRequests(app, deps.metricsRegistry)
 
   app.setValidatorCompiler(validatorCompiler)

@@ -245,6 +245,15 @@ describe('hostile text costs what its limit allows (issue 11)', () => {
     })
   }
 
+  it('a body nested deeper than 32 levels is refused before parsing: 400 naming the body', async () => {
+    const depth = 400_000
+    const response = await request(`${api.url}/v1/notifications/send`, { method: 'POST', rawBody: `${'['.repeat(depth)}${']'.repeat(depth)}`, headers: { 'x-api-key': keyA } })
+    expect(response.status).toBe(400)
+    expect(response.body).toEqual({ success: false, error: { code: 'invalid_request', message: 'body: JSON nested deeper than 32 levels' } })
+    const strings = await appClient(api, keyA).send({ ...validSend(appA), title: '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[', message: '{'.repeat(200) })
+    expect(strings.status).toBe(200)
+  })
+
   it('routes that take a small JSON object refuse a 16 KiB body with 413; send takes up to BODY_LIMIT', async () => {
     const big = { app_url: appA, wallet_address: randomWallet(), padding: 'x'.repeat(16_384) }
     const status = await request(`${api.url}/v1/notifications/app/user/status`, { method: 'POST', body: big, headers: { 'x-api-key': keyA } })
