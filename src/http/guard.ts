@@ -87,6 +87,13 @@ export function measureRequests(app: FastifyInstance, registry: Registry) {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers: [registry],
   })
+  const slowest = new Gauge({
+    name: 'http_request_cpu_max_seconds',
+    help: 'Most CPU any one request of the route took since the process started',
+    labelNames: ['method', 'route'],
+    registers: [registry],
+  })
+  const slowestByRoute = new Map<string, number>()
   let last = performance.eventLoopUtilization()
   new Gauge({
     name: 'nodejs_eventloop_utilization',
@@ -106,6 +113,13 @@ export function measureRequests(app: FastifyInstance, registry: Registry) {
     if (!start) return
     const used = process.cpuUsage(start)
     // unmatched URLs share one label: the route table bounds the label set
-    cpu.observe({ method: request.method, route: request.routeOptions.url ?? 'unmatched' }, (used.user + used.system) / 1e6)
+    const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched' }
+    const seconds = (used.user + used.system) / 1e6
+    cpu.observe(labels, seconds)
+    const key = `${labels.method} ${labels.route}`
+    if (seconds > (slowestByRoute.get(key) ?? 0)) {
+      slowestByRoute.set(key, seconds)
+      slowest.set(labels, seconds)
+    }
   })
 }

@@ -1,4 +1,5 @@
-import { getAddress } from 'viem'
+import { setImmediate } from 'node:timers/promises'
+import { getAddress, type Address } from 'viem'
 import { z } from 'zod'
 
 const ADDRESS_PATTERN = /^0x[0-9a-fA-F]{40}$/
@@ -8,6 +9,28 @@ export const walletAddressSchema = z
   .string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
   .regex(ADDRESS_PATTERN, 'must be 0x followed by 40 hexadecimal characters')
   .transform((value) => getAddress(value.toLowerCase()))
+
+/**
+ * A wallet address in any letter case, lowercased but not yet checksummed:
+ * for lists, whose EIP-55 checksums (a keccak each) are computed by
+ * checksumAddresses in slices between which other requests get their turn.
+ */
+export const walletAddressFormatSchema = z
+  .string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
+  .regex(ADDRESS_PATTERN, 'must be 0x followed by 40 hexadecimal characters')
+  .transform((value) => value.toLowerCase())
+
+const CHECKSUMS_PER_SLICE = 100
+
+/** EIP-55 forms of lowercase addresses, yielding to the event loop every 100 (1,000 checksums are tens of ms). */
+export async function checksumAddresses(addresses: readonly string[]): Promise<Address[]> {
+  const out: Address[] = []
+  for (let start = 0; start < addresses.length; start += CHECKSUMS_PER_SLICE) {
+    if (start > 0) await setImmediate()
+    for (const address of addresses.slice(start, start + CHECKSUMS_PER_SLICE)) out.push(getAddress(address))
+  }
+  return out
+}
 
 /** A 32-byte hash as 0x + 64 hex characters, lowercased. */
 export const hashSchema = z

@@ -35,7 +35,7 @@ import {
 import { checkVisibleLength, textLengthMessage } from '../../notifications/text-length.js'
 import { normalizeIP } from '@fastify/rate-limit'
 import { errorBodySchema, errorHandler, HttpError } from '../errors.js'
-import { walletAddressSchema } from '../schemas.js'
+import { checksumAddresses, walletAddressFormatSchema, walletAddressSchema } from '../schemas.js'
 
 // ---------------------------------------------------------------------------
 // Schemas shared by the notification, admin and platform route groups
@@ -350,7 +350,8 @@ export const notificationRoutes: FastifyPluginAsyncZod<NotificationRoutesOptions
           {
             app_url: appUrlSchema,
             wallet_addresses: z
-              .array(walletAddressSchema, { error: 'must be an array of wallet addresses' })
+              // checksummed in the handler, in slices: 1,000 keccaks in one go would hold every other request
+              .array(walletAddressFormatSchema, { error: 'must be an array of wallet addresses' })
               .min(1, 'must contain at least one address')
               .max(MAX_RECIPIENTS, `must contain at most ${MAX_RECIPIENTS} addresses`),
             title: visibleTextSchema(MAX_TITLE_LENGTH),
@@ -367,7 +368,7 @@ export const notificationRoutes: FastifyPluginAsyncZod<NotificationRoutesOptions
       const appAccess = await access.authorizeApp(keyProjectOf(request), body.app_url)
       return sender.send({
         access: appAccess,
-        walletAddresses: body.wallet_addresses,
+        walletAddresses: await checksumAddresses(body.wallet_addresses),
         title: body.title,
         message: body.message,
         targetPath: body.target_path,
