@@ -1,3 +1,7 @@
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import type { GroundTruth } from '../../src/devnet/ledger.js'
 import { createRandom } from '../../src/devnet/suffixes.js'
@@ -52,6 +56,17 @@ const report = createFaultReport({
     'checked: no 5xx, no hang (15 s), rows written by refused requests (audit trigger on every table) = 0, no delivery job from a refused request, ' +
     '2xx only with the right token or the key of the app’s own project, every body route answers 413 over the limit, server alive, no secret in its log',
   testFile: 'test/faults/hostile-http.test.ts',
+})
+
+const heavyReport = createFaultReport({
+  fault: '5b-hostile-load',
+  title: '5b. Hostile load: what other clients see',
+  checked:
+    'issue 11 payloads (60,000 🎉, 40,000 👨‍👩‍👧, a 250,000-character target_path, 30 letters × 15,000 combining marks), texts, address lists and nesting up to BODY_LIMIT on send, ' +
+    'bodies up to BODY_LIMIT on every other body route and the longest query strings on every GET route, 3 rounds, while another process asks /healthz every 10 ms; ' +
+    'checked: /healthz p99 < 50 ms and no error, no request over 100 ms of CPU (http_request_cpu_seconds from /metrics), the payloads answered 400',
+  testFile: 'test/faults/hostile-http.test.ts',
+  testName: 'hostile load',
 })
 
 beforeAll(async () => {
@@ -283,4 +298,124 @@ it(`${knobs.httpRequests.toLocaleString('en')} generated hostile requests: 0 × 
   // every route of the document was hit, and a fair share of requests got through to the handlers
   expect(byRoute.size).toBe(operations.length)
   expect(Object.entries(statuses).filter(([status]) => status.startsWith('2')).reduce((sum, [, n]) => sum + n, 0)).toBeGreaterThan(knobs.httpRequests / 20)
+})
+
+/** Per route, how many requests the server measured over `seconds` of CPU (`http_request_cpu_seconds`, from /metrics). */
+function requestsOverCpu(metrics: string, seconds: string): { overBudget: Record<string, number>; requests: number } {
+  const labelsOf = (text: string) => Object.fromEntries([...text.matchAll(/(\w+)="([^"]*)"/g)].map((match) => [match[1]!, match[2]!]))
+  const counts = new Map<string, number>()
+  const withinBudget = new Map<string, number>()
+  for (const line of metrics.split('\n')) {
+    const match = /^http_request_cpu_seconds_(count|bucket)\{([^}]*)\} (\d+)/.exec(line)
+    if (!match) continue
+    const labels = labelsOf(match[2]!)
+    const route = `${labels.method} ${labels.route}`
+    if (match[1] === 'count') counts.set(route, Number(match[3]))
+    else if (labels.le === seconds) withinBudget.set(route, Number(match[3]))
+  }
+  const overBudget: Record<string, number> = {}
+  for (const [route, count] of counts) if (count !== withinBudget.get(route)) overBudget[route] = count - (withinBudget.get(route) ?? 0)
+  return { overBudget, requests: [...counts.values()].reduce((sum, n) => sum + n, 0) }
+}
+
+/** The heaviest requests a client holding a live key (and the tokens) can send: issue 11's payloads and bodies up to BODY_LIMIT on every route. */
+function heavyRequests(): Array<{ name: string; method: string; path: string; headers: Record<string, string>; body?: Buffer }> {
+  const json = { 'content-type': 'application/json' }
+  const key: Record<string, string> = { ...json, 'x-api-key': fixture.keys.A.apiKey }
+  const send = (fields: Record<string, unknown>) => ({
+    method: 'POST',
+    path: '/v1/notifications/send',
+    headers: key,
+    body: Buffer.from(JSON.stringify({ app_url: fixture.apps.A, wallet_addresses: [fixture.wallets.enabled[0]], title: 'Hi', message: 'Hello', ...fields })),
+  })
+  const nearLimit = (length: number, unit: string) => unit.repeat(Math.floor(length / Buffer.byteLength(unit)))
+  const requests: Array<{ name: string; method: string; path: string; headers: Record<string, string>; body?: Buffer }> = [
+    { name: 'title of 60,000 🎉', ...send({ title: '🎉'.repeat(60_000) }) },
+    { name: 'message of 40,000 👨‍👩‍👧', ...send({ message: '👨‍👩‍👧'.repeat(40_000) }) },
+    { name: 'target_path of 250,000 characters', ...send({ target_path: `/${'é'.repeat(249_999)}` }) },
+    { name: '30 letters × 15,000 combining marks', ...send({ title: `a${'\u0301'.repeat(15_000)}`.repeat(30) }) },
+    { name: 'message of regional indicators near BODY_LIMIT', ...send({ message: nearLimit(BODY_LIMIT - 2_000, '🇫') }) },
+    { name: 'title of ASCII near BODY_LIMIT', ...send({ title: nearLimit(BODY_LIMIT - 2_000, 'x') }) },
+    { name: 'target_path of ZWJ near BODY_LIMIT', ...send({ target_path: `/${nearLimit(BODY_LIMIT - 2_000, '\u200d')}` }) },
+    { name: '23,000 addresses (1 MiB)', ...send({ wallet_addresses: Array.from({ length: 23_000 }, (_, i) => `0x${i.toString(16).padStart(40, '0')}`) }) },
+    { name: '1,000 distinct valid addresses', ...send({ wallet_addresses: Array.from({ length: 1_000 }, () => randomWallet().toLowerCase()), title: `load ${Date.now()}` }) },
+    { name: 'arrays nested to BODY_LIMIT', method: 'POST', path: '/v1/notifications/send', headers: key, body: Buffer.from(`${'['.repeat(BODY_LIMIT / 2 - 10)}${']'.repeat(BODY_LIMIT / 2 - 10)}`) },
+  ]
+  // every route with a body, a string field filling the body to just under BODY_LIMIT (small-object routes refuse at 16 KiB)
+  for (const operation of operations.filter((candidate) => candidate.body)) {
+    const path = operation.path.replace(/\{(\w+)\}/g, () => fixture.projects.E)
+    const token = operation.tags.includes('platform') ? secrets.platformToken : secrets.adminToken
+    requests.push({
+      name: `${operation.method} ${operation.path} near BODY_LIMIT`,
+      method: operation.method,
+      path,
+      headers: { ...json, authorization: `Bearer ${token}`, 'x-api-key': fixture.keys.A.apiKey },
+      body: Buffer.from(JSON.stringify({ app_url: fixture.apps.A, name: nearLimit(BODY_LIMIT - 2_000, '👨‍👩‍👧'), walletAddress: 'x'.repeat(1_000) })),
+    })
+  }
+  // every GET route with a query string as long as the server takes
+  for (const operation of operations.filter((candidate) => candidate.method === 'GET')) {
+    const path = operation.path.replace(/\{(\w+)\}/g, () => encodeURIComponent('é'.repeat(150)))
+    requests.push({ name: `GET ${operation.path} long query`, method: 'GET', path: `${path}?${operation.parameters.map((p) => `${p.name}=${'%F0%9F%8E%89'.repeat(600)}`).join('&')}`, headers: { authorization: `Bearer ${secrets.platformToken}`, 'x-api-key': fixture.keys.A.apiKey } })
+  }
+  return requests
+}
+
+type ProbeResult = { requests: number; errors: number; p50Ms: number; p99Ms: number; maxMs: number }
+
+/** /healthz latencies seen by another process (support/healthz-probe.mjs) while `during` runs. */
+async function probeHealthz(during: () => Promise<void>): Promise<ProbeResult> {
+  const probe = spawn(process.execPath, [fileURLToPath(new URL('./support/healthz-probe.mjs', import.meta.url)), api.url, '10'], { stdio: ['pipe', 'pipe', 'inherit'] })
+  let output = ''
+  probe.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
+  try {
+    // the probe's first answers, so it measures the whole of `during`
+    await sleep(500)
+    await during()
+  } finally {
+    probe.stdin.end()
+    await once(probe, 'exit')
+  }
+  return JSON.parse(output) as ProbeResult
+}
+
+it('under hostile load on every route, /healthz p99 stays under 50 ms for another client and no request costs over 100 ms of CPU', async () => {
+  const started = Date.now()
+  const statuses: Record<string, number[]> = {}
+  const slowestAnswerMs: Record<string, number> = {}
+  // the floor in the same run: what the probe sees with no hostile request (the machine's own scheduling delays)
+  const idle = await probeHealthz(() => sleep(3_000))
+  const healthz = await probeHealthz(async () => {
+    const requests = heavyRequests()
+    for (let round = 0; round < 3; round++) {
+      for (const heavy of requests) {
+        const answer = await send(api.url, heavy, REQUEST_DEADLINE_MS)
+        ;(statuses[heavy.name] ??= []).push('status' in answer ? answer.status : -1)
+        slowestAnswerMs[heavy.name] = Math.max(slowestAnswerMs[heavy.name] ?? 0, answer.ms)
+      }
+    }
+  })
+  const metrics = (await request(`${api.url}/metrics`)).body as unknown as string
+  const cpu = requestsOverCpu(typeof metrics === 'string' ? metrics : JSON.stringify(metrics), '0.1')
+  const maxCpuMs = Math.max(...[...String(metrics).matchAll(/^http_request_cpu_max_seconds\{[^}]*\} (\S+)/gm)].map((match) => Number(match[1]) * 1_000))
+  const eventLoopLagP99 = Number(/^nodejs_eventloop_lag_p99_seconds (\S+)/m.exec(String(metrics))?.[1])
+  const refusedWithout400 = Object.entries(statuses).filter(([name, list]) => /🎉|👨|target_path of 250|combining/.test(name) && list.some((status) => status !== 400))
+  const loadAverage = (await import('node:os')).loadavg()[0]
+  const details = { healthz, healthzIdle: idle, loadAverage, maxCpuMs, requestsOverBudget: cpu.overBudget, requestsMeasured: cpu.requests, eventLoopLagP99Ms: eventLoopLagP99 * 1_000, statuses, slowestAnswerMs }
+  heavyReport.record({
+    trial: 1,
+    lost: 0,
+    doubled: 0,
+    fiveXX: Object.values(statuses).flat().filter((status) => status >= 500).length,
+    inputs: Object.values(statuses).flat().length,
+    ok: healthz.p99Ms < 50 && healthz.errors === 0 && Object.keys(cpu.overBudget).length === 0 && refusedWithout400.length === 0,
+    durationMs: Date.now() - started,
+    details,
+  })
+  expect(refusedWithout400).toEqual([])
+  expect(Object.values(statuses).flat().filter((status) => status >= 500 || status < 0)).toEqual([])
+  expect(cpu.overBudget).toEqual({})
+  expect(healthz.errors).toBe(0)
+  expect(healthz.requests).toBeGreaterThan(100)
+  expect(healthz.p99Ms).toBeLessThan(50)
 })
