@@ -463,17 +463,20 @@ describe('validate CLI', () => {
     const { code: exit, json } = await run([crafted.multiCodeOp.hash, '--type', 'userOperation', '--chain', String(chain.chainId)])
     expect(exit).toBe(0)
     expect(json).toEqual((await validate('userOperation', crafted.multiCodeOp.hash)).body)
-  })
+  }, 120_000)
 
   it('exits 1 when not attributed and when not found, 64 for bad input', async () => {
-    const plain = await run([truth.unattributedTxHashes[0]!])
+    // three independent processes, each paying tsx's start-up: run side by side
+    const [plain, missing, bad] = await Promise.all([
+      run([truth.unattributedTxHashes[0]!]),
+      run([`0x${'ef'.repeat(32)}`, '--type', 'transaction']),
+      run(['0x12', '--type', 'userOperation']),
+    ])
     expect(plain.code).toBe(1)
     expect(plain.json).toMatchObject({ attributed: false, type: 'transaction' })
-    const missing = await run([`0x${'ef'.repeat(32)}`, '--type', 'transaction'])
     expect(missing.code).toBe(1)
     expect(missing.json).toMatchObject({ success: false, error: { code: 'not_found' } })
-    const bad = await run(['0x12', '--type', 'userOperation'])
     expect(bad.code).toBe(64)
     expect(bad.json.error.field).toBe('hash')
-  })
+  }, 120_000)
 })
