@@ -29,7 +29,14 @@ async function measureChain(options: { label: string; blocks: number; txPerBlock
   const rounds: Round[] = []
   try {
     await served.replay.release({ head: truth.lastBlock })
-    const sweep = await sweepFloor({ url: served.replay.url, from: 1, sampleBlocks: options.sampleBlocks, batchSizes: [5, 10, 20, 50], concurrencies: [2, 4, 8] })
+    // quick (CI) proves the bench runs: a smaller sweep and one round
+    const sweep = await sweepFloor({
+      url: served.replay.url,
+      from: 1,
+      sampleBlocks: options.sampleBlocks,
+      batchSizes: options.quick ? [10, 50] : [5, 10, 20, 50],
+      concurrencies: options.quick ? [4] : [2, 4, 8],
+    })
     process.stdout.write(
       `${options.label}: plain client sweep over ${options.sampleBlocks} blocks: ` +
         `${sweep.points.map((p) => `b${p.batchSize}×c${p.concurrency} ${fmt(p.txPerSecond)}`).join(', ')} tx/s; ` +
@@ -107,7 +114,7 @@ async function measureChain(options: { label: string; blocks: number; txPerBlock
 
 export const backfill: Bench = async ({ quick, cpuProfileDir }) => {
   requireIndexer()
-  const reps = 3
+  const reps = quick ? 1 : 3
   const params = {
     everyday: { blocks: quick ? 60 : 5_000, txPerBlock: 200, sampleBlocks: quick ? 30 : 500 },
     baseSized: { blocks: quick ? 12 : 600, txPerBlock: 600, sampleBlocks: quick ? 12 : 150 },
