@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createRequire } from 'node:module'
+import { startOrphanGuard } from './orphan-guard.js'
 
 export type AnvilOptions = {
   /** TCP port; 0 (the default) lets the OS pick a free one, read back from anvil's banner. */
@@ -84,24 +85,6 @@ function anvilArguments(options: AnvilOptions, host: string, chainId: number): s
   if (options.noMining) args.push('--no-mining')
   if (options.accounts !== undefined) args.push('--accounts', String(options.accounts))
   return [...args, ...(options.args ?? [])]
-}
-
-/**
- * A shell that holds the read end of a pipe from this process and kills anvil
- * when the pipe closes. The pipe closes however this process ends, SIGKILL
- * included, which no `exit` handler can see; so no test run or crashed daemon
- * leaves an anvil behind holding a port.
- */
-function startOrphanGuard(anvilPid: number): ChildProcess | undefined {
-  if (process.platform === 'win32') return undefined
-  const guard = spawn('/bin/sh', ['-c', 'while read -r _; do :; done; kill -9 "$1" 2>/dev/null', 'anvil-guard', String(anvilPid)], {
-    stdio: ['pipe', 'ignore', 'ignore'],
-  })
-  guard.on('error', () => {})
-  guard.stdin?.on('error', () => {})
-  guard.unref()
-  ;(guard.stdin as unknown as { unref?: () => void } | null)?.unref?.()
-  return guard
 }
 
 function hasExited(child: ChildProcess): boolean {

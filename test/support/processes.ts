@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import type { ChainConfig } from '../../src/config/chains.js'
+import { startOrphanGuard } from '../../src/devnet/orphan-guard.js'
 
 const cliPath = fileURLToPath(new URL('../../bin/attribution.mjs', import.meta.url))
 
@@ -27,24 +28,6 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals) {
   }
 }
 
-/**
- * Kills the child's process group when this test process goes away however
- * it ends (a vitest worker torn down, SIGKILL): a shell holds the read end of
- * a pipe from this process and kills the group when it closes. The `exit`
- * hook above does not run in those cases, which is how `attribution worker`
- * processes used to outlive their test run.
- */
-function startGroupGuard(pid: number): ChildProcess {
-  const guard = spawn('/bin/sh', ['-c', 'while read -r _; do :; done; kill -9 -- "-$1" 2>/dev/null', 'role-guard', String(pid)], {
-    stdio: ['pipe', 'ignore', 'ignore'],
-  })
-  guard.on('error', () => {})
-  guard.stdin?.on('error', () => {})
-  guard.unref()
-  ;(guard.stdin as unknown as { unref?: () => void } | null)?.unref?.()
-  return guard
-}
-
 /** Runs `attribution <role>` as a child process, the way operators run it, in its own process group. */
 export function spawnRole(role: 'start' | 'api' | 'follower' | 'worker', env: Record<string, string>, args: string[] = []): RoleProcess {
   const child = spawn(process.execPath, [cliPath, role, ...args], {
@@ -53,7 +36,7 @@ export function spawnRole(role: 'start' | 'api' | 'follower' | 'worker', env: Re
     detached: true,
   })
   running.add(child)
-  const guard = child.pid === undefined ? undefined : startGroupGuard(child.pid)
+  const guard = child.pid === undefined ? undefined : startOrphanGuard(child.pid, { group: true })
   const lines: string[] = []
   const keep = (chunk: Buffer) => {
     lines.push(...chunk.toString('utf8').split('\n').filter(Boolean))

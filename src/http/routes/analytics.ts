@@ -22,6 +22,12 @@ import { badRequest, errorBodySchema } from '../errors.js'
  */
 const MAX_AGE_SECONDS = 5
 
+/** A page size from 1 to `max`, `fallback` when absent; every refusal says the range. */
+function pageLimit(max: number, fallback: number) {
+  const rule = `must be an integer from 1 to ${max}`
+  return z.coerce.number({ error: rule }).int(rule).min(1, rule).max(max, rule).default(fallback)
+}
+
 const chainIdSchema = z.coerce
   .number({ error: 'must be a positive integer' })
   .int('must be a positive integer')
@@ -222,12 +228,7 @@ export const analyticsRoutes: FastifyPluginAsyncZod<{ analytics: Analytics }> = 
         querystring: z.object({
           window: z.enum(LEADERBOARD_WINDOWS, { error: `must be one of ${LEADERBOARD_WINDOWS.join(', ')}` }).default('7d'),
           chainId: chainIdSchema,
-          limit: z.coerce
-            .number({ error: `must be an integer from 1 to ${MAX_LEADERBOARD_LIMIT}` })
-            .int(`must be an integer from 1 to ${MAX_LEADERBOARD_LIMIT}`)
-            .min(1, `must be an integer from 1 to ${MAX_LEADERBOARD_LIMIT}`)
-            .max(MAX_LEADERBOARD_LIMIT, `must be an integer from 1 to ${MAX_LEADERBOARD_LIMIT}`)
-            .default(DEFAULT_LEADERBOARD_LIMIT),
+          limit: pageLimit(MAX_LEADERBOARD_LIMIT, DEFAULT_LEADERBOARD_LIMIT),
           include: z.enum(['invalid'], { error: 'must be invalid' }).optional().describe('`invalid` also lists codes outside the registry rule, flagged'),
           registry: registrySchema,
           format: formatSchema,
@@ -309,12 +310,7 @@ export const analyticsRoutes: FastifyPluginAsyncZod<{ analytics: Analytics }> = 
           kind: z.enum(['transaction', 'userOperation'], { error: 'must be transaction or userOperation' }).optional(),
           status: z.enum(['success', 'reverted'], { error: 'must be success or reverted' }).optional(),
           cursor: z.string().max(200, 'must be at most 200 characters').optional(),
-          limit: z.coerce
-            .number({ error: `must be an integer from 1 to ${MAX_ATTRIBUTIONS_LIMIT}` })
-            .int(`must be an integer from 1 to ${MAX_ATTRIBUTIONS_LIMIT}`)
-            .min(1, `must be an integer from 1 to ${MAX_ATTRIBUTIONS_LIMIT}`)
-            .max(MAX_ATTRIBUTIONS_LIMIT, `must be an integer from 1 to ${MAX_ATTRIBUTIONS_LIMIT}`)
-            .default(DEFAULT_ATTRIBUTIONS_LIMIT),
+          limit: pageLimit(MAX_ATTRIBUTIONS_LIMIT, DEFAULT_ATTRIBUTIONS_LIMIT),
           format: formatSchema,
         }),
         response: { 200: attributionPageSchema, 400: errorBodySchema },
