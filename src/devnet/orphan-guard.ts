@@ -8,8 +8,9 @@ import { spawn, type ChildProcess } from 'node:child_process'
  */
 export function startOrphanGuard(pid: number, { group = false }: { group?: boolean } = {}): ChildProcess | undefined {
   if (process.platform === 'win32') return undefined
+  // a negative pid names the process group; no `--`, which dash's kill refuses
   const target = group ? '-$1' : '$1'
-  const guard = spawn('/bin/sh', ['-c', `while read -r _; do :; done; kill -9 -- "${target}" 2>/dev/null`, 'orphan-guard', String(pid)], {
+  const guard = spawn('/bin/sh', ['-c', `while read -r _; do :; done; kill -9 "${target}" 2>/dev/null`, 'orphan-guard', String(pid)], {
     stdio: ['pipe', 'ignore', 'ignore'],
   })
   guard.on('error', () => {})
