@@ -408,6 +408,12 @@ export function send(baseUrl: string, request: Pick<FuzzRequest, 'method' | 'pat
         timeout: timeoutMs,
       },
       (response) => {
+        // an event stream never ends and its heartbeats would keep an idle timeout from firing: its headers are the answer
+        if (response.statusCode === 200 && String(response.headers['content-type']).startsWith('text/event-stream')) {
+          resolve({ status: 200, body: '', ms: Date.now() - started })
+          response.destroy()
+          return
+        }
         const chunks: Buffer[] = []
         response.on('data', (chunk: Buffer) => {
           if (chunks.length < 64) chunks.push(chunk)
@@ -417,6 +423,9 @@ export function send(baseUrl: string, request: Pick<FuzzRequest, 'method' | 'pat
       },
     )
     outgoing.on('timeout', () => outgoing.destroy(new Error(`no answer within ${timeoutMs} ms`)))
+    // `timeout` above is idle time; a server trickling bytes must not hold the request past the deadline either
+    const deadline = setTimeout(() => outgoing.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)
+    outgoing.on('close', () => clearTimeout(deadline))
     outgoing.on('error', (error: Error & { rawPacket?: Buffer }) => {
       // the server's answer to a request its HTTP parser refused (431 for a HEAD with a 100 kB path) carries a
       // body the client did not expect after a HEAD: still an answer, read from the raw bytes
