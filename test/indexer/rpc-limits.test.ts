@@ -94,8 +94,9 @@ describe('batch item limits', () => {
 it('re-asks only the calls past a response size limit (-32003), in smaller batches, and indexes exactly', async () => {
   const { proxy } = await indexThrough({ maxResponseBytes: 12_000 })
   expect(proxy.limitCounts.too_large).toBeGreaterThan(0)
-  // a few per batch in flight when the limit was learned, and blocks of unequal size now and then: not a loop
-  expect(proxy.limitCounts.too_large).toBeLessThan(20)
+  // the node refuses call by call: the calls of each batch in flight when the limit was learned, and blocks of
+  // unequal size now and then — fewer refusals than the chain has blocks, so no call was asked again and again
+  expect(proxy.limitCounts.too_large).toBeLessThan(head + 1)
 }, 120_000)
 
 it('shrinks batches on a node too slow for a 25-call batch within RPC_TIMEOUT_MS and indexes exactly', async () => {
