@@ -38,6 +38,8 @@ export class RpcFailure extends Error {
   override name = 'RpcFailure'
   /** For response_too_large: the size of the answer whose first calls did fit. */
   answeredBytes?: number
+  /** For item_error: the error of a result that failed its check (a block the node has not got yet). */
+  checkFailed?: Error
   constructor(
     readonly kind: FailureKind,
     message: string,

@@ -101,16 +101,38 @@ export function createTransport(options: TransportOptions) {
     for (const position of positions) {
       // a single call answered with an id other than ours (some proxies null it) is still its answer
       const item = byId.get(position) ?? (positions.length === 1 && items.length === 1 ? items[0] : undefined)
+      let failure: RpcFailure
       if (item && !item.error) {
-        done.push([position, spec.readResult(item.result ?? null, position)])
-        continue
+        const read = readResult(spec, item.result ?? null, position)
+        if (!(read instanceof RpcFailure)) {
+          done.push([position, read])
+          continue
+        }
+        failure = read
+      } else {
+        failure = item?.error ? failureOf(item.error, false) : new RpcFailure('item_error', `no answer for call ${position} in the batch`)
       }
-      const failure = item?.error ? failureOf(item.error, false) : new RpcFailure('item_error', `no answer for call ${position} in the batch`)
       const group = failedBy.get(failure.kind) ?? { positions: [], failure }
       group.positions.push(position)
       failedBy.set(failure.kind, group)
     }
     return { done, failed: [...failedBy.values()] }
+  }
+
+  /**
+   * One call's result through its check. A result that fails it (no block yet
+   * from a backend behind the others, another call's answer) is a fault of
+   * that call: asked again, counted against its attempts, never the batch's.
+   */
+  function readResult<T>(spec: CallSpec<T>, result: unknown, position: number): T | RpcFailure {
+    try {
+      return spec.readResult(result, position)
+    } catch (error) {
+      if (!(error instanceof Error)) return new RpcFailure('item_error', String(error))
+      const failure = new RpcFailure('item_error', `${error.name}: ${error.message}`)
+      failure.checkFailed = error
+      return failure
+    }
   }
 
   function failureOf(error: RpcErrorObject, wholeBatch: boolean): RpcFailure {
@@ -196,7 +218,10 @@ export function createTransport(options: TransportOptions) {
           if (counted) {
             for (const position of positions) attempts[position]!++
             const worst = Math.max(...positions.map((position) => attempts[position]!))
-            if (worst >= options.maxAttempts) throw new RpcFailure(failure.kind, `${spec.method}: ${failure.message} (after ${worst} attempts)`)
+            if (worst >= options.maxAttempts) {
+              // the check's own error (BlockNotFoundError…) tells the range job how soon to try again
+              throw failure.checkFailed ?? new RpcFailure(failure.kind, `${spec.method}: ${failure.message} (after ${worst} attempts)`)
+            }
             await sleep(failure.retryAfterMs ?? Math.min(10_000, retryDelayMs * 2 ** (worst - 1)))
           }
           await run(positions)
