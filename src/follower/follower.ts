@@ -91,7 +91,8 @@ export function createFollower(options: FollowerOptions) {
     else logger.warn(details, 'reorg: rolling back')
     const removed = await rollbackAbove(lock.sql, chainId, boundary)
     metrics?.reorg(chainId, depth)
-    logger.warn({ ...details, ...removed }, 'rolled back; re-indexing the new branch')
+    // info, not warn: each rollback is an event of its own, never folded into a repeat count
+    logger.info({ ...details, ...removed }, 'rolled back; re-indexing the new branch')
   }
 
   /** Re-checks ranges a worker flagged; a node that merely served a stale block is not a reorg. */
