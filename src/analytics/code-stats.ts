@@ -1,8 +1,7 @@
 import { and, asc, eq, gte, lte, type SQL } from 'drizzle-orm'
 import type { Database, Sql } from '../db/client.js'
-import { firstDayOf, firstHourOf24h } from './leaderboard.js'
 import { codeDailyTotals } from '../db/schema/index.js'
-import { daysOf, type DayWindow } from './window.js'
+import { daysOf, firstDayOf, firstHourOf24h, HOUR_MS, type DayWindow } from './window.js'
 
 /** Successful transactions and UserOperations, their sum, the failed ones of both kinds, and suffix gas. */
 export type Totals = { transactions: number; userOperations: number; total: number; reverted: number; suffixGas: number }
@@ -102,7 +101,6 @@ export const HOURLY_WINDOWS = ['24h', '7d'] as const
 export type HourlyWindow = (typeof HOURLY_WINDOWS)[number]
 export type HourlyPoint = { hour: string; transactions: number; userOperations: number; reverted: number }
 
-const HOUR_MS = 3_600_000
 
 /**
  * A code's hourly series over the rolling 24 hours or the last 7 UTC days

@@ -1,7 +1,7 @@
 import { isValidCode } from '../attribution/codes.js'
 import type { Sql } from '../db/client.js'
 import { CANONICAL_REGISTRY } from '../db/schema/index.js'
-import { addDays, dayOf } from './window.js'
+import { codeWindowsOf, ensureWindowsCurrent, scopeOf } from './rolling-windows.js'
 
 export const LEADERBOARD_WINDOWS = ['24h', '7d', '30d', 'all'] as const
 export type LeaderboardWindow = (typeof LEADERBOARD_WINDOWS)[number]
@@ -40,55 +40,14 @@ export type LeaderboardQuery = {
   now?: Date
 }
 
-const HOUR_MS = 3_600_000
-
-/**
- * The first hour bucket of the rolling 24 hours: the current (partial) hour
- * and the 23 before it, which is as exact as hourly buckets allow.
- */
-export function firstHourOf24h(now: Date): Date {
-  return new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS - 23 * HOUR_MS)
-}
-
-/** The first UTC day of a 7d/30d window: today and the days before it. */
-export function firstDayOf(window: '7d' | '30d', now: Date): string {
-  return addDays(dayOf(now), window === '7d' ? -6 : -29)
-}
-
 /** The registry's rule, in SQL: the same as isValidCode. */
 const VALID_CODE_SQL = '^[0-9a-z_]{1,32}$'
 
-type Bucketing = { table: 'code_hourly_totals' | 'code_daily_totals'; column: 'hour' | 'day'; from?: Date | string; until?: Date | string }
-
-/** The window's buckets and those of the window of the same length just before it. */
-function bucketsOf(window: LeaderboardWindow, now: Date): { current: Bucketing; previous?: Bucketing } {
-  if (window === '24h') {
-    const from = firstHourOf24h(now)
-    return {
-      current: { table: 'code_hourly_totals', column: 'hour', from },
-      previous: { table: 'code_hourly_totals', column: 'hour', from: new Date(from.getTime() - 24 * HOUR_MS), until: from },
-    }
-  }
-  if (window === 'all') return { current: { table: 'code_daily_totals', column: 'day' } }
-  const from = firstDayOf(window, now)
-  const days = window === '7d' ? 7 : 30
-  return {
-    current: { table: 'code_daily_totals', column: 'day', from },
-    previous: { table: 'code_daily_totals', column: 'day', from: addDays(from, -days), until: from },
-  }
-}
-
 type RankedRow = { code: string; registry: string; total: number; transactions: number; userOperations: number; reverted: number; grand: number }
 
-/** drizzle's driver setup sends parameters as given: times travel as ISO text. */
-const boundOf = (bound: Date | string) => (typeof bound === 'string' ? bound : bound.toISOString())
-
-function conditions(sql: Sql, bucketing: Bucketing, query: LeaderboardQuery) {
-  const column = sql(bucketing.column)
+function conditions(sql: Sql, windowName: string, query: LeaderboardQuery) {
   return sql`
-    ${bucketing.from === undefined ? sql`true` : sql`${column} >= ${boundOf(bucketing.from)}`}
-    ${bucketing.until === undefined ? sql`` : sql`and ${column} < ${boundOf(bucketing.until)}`}
-    ${query.chainId === undefined ? sql`` : sql`and chain_id = ${query.chainId}`}
+    window_name = ${windowName} and scope = ${scopeOf(query.chainId)}
     ${query.registry === undefined ? sql`` : sql`and registry = ${query.registry}`}
     ${query.includeInvalid ? sql`` : sql`and code ~ ${VALID_CODE_SQL}`}`
 }
@@ -98,33 +57,26 @@ function conditions(sql: Sql, bucketing: Bucketing, query: LeaderboardQuery) {
  * each (code, registry namespace) its own entry, ties broken by code then
  * registry so the order is stable between polls. Codes with only reverted
  * activity are left out; so are invalid codes unless asked for. The rolling
- * 24 hours read the hourly totals; longer windows the daily ones.
+ * 24 hours count hour buckets, longer windows UTC days; the figures come
+ * from the rolling window totals, kept ready (rolling-windows.ts).
  */
 export async function readLeaderboard(sql: Sql, query: LeaderboardQuery): Promise<Leaderboard> {
-  const now = query.now ?? new Date()
-  const { current, previous } = bucketsOf(query.window, now)
+  await ensureWindowsCurrent(sql, query.now)
+  const { current, previous } = codeWindowsOf(query.window)
   const ranked = await sql<RankedRow[]>`
-    with grouped as (
-      select code, registry,
-        sum(success_count)::float8 as total,
-        coalesce(sum(success_count) filter (where kind = 'transaction'), 0)::float8 as transactions,
-        coalesce(sum(success_count) filter (where kind = 'userOperation'), 0)::float8 as "userOperations",
-        sum(reverted_count)::float8 as reverted
-      from ${sql(current.table)}
-      where ${conditions(sql, current, query)}
-      group by code, registry
-      having sum(success_count) > 0
-    )
-    select *, sum(total) over ()::float8 as grand from grouped
+    select code, registry, (transactions + user_operations)::float8 as total, transactions::float8 as transactions,
+      user_operations::float8 as "userOperations", reverted::float8 as reverted,
+      sum(transactions + user_operations) over ()::float8 as grand
+    from code_window_totals
+    where ${conditions(sql, current, query)} and transactions + user_operations > 0
     order by total desc, code, registry
     limit ${query.limit}`
   const codes = [...new Set(ranked.map((row) => row.code))]
   const [before, wallets] = await Promise.all([
     previous && codes.length > 0
       ? sql<{ code: string; registry: string; total: number }[]>`
-          select code, registry, sum(success_count)::float8 as total from ${sql(previous.table)}
-          where ${conditions(sql, previous, query)} and code = any(${codes})
-          group by code, registry`
+          select code, registry, (transactions + user_operations)::float8 as total from code_window_totals
+          where ${conditions(sql, previous, query)} and code = any(${codes})`
       : Promise.resolve([]),
     codes.length > 0
       ? sql<{ code: string; wallet_address: string }[]>`select code, wallet_address from builder_codes where code = any(${codes})`

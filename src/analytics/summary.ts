@@ -1,6 +1,7 @@
 import type { Sql } from '../db/client.js'
-import { firstDayOf, firstHourOf24h, type LeaderboardWindow } from './leaderboard.js'
-import { addDays, dayOf } from './window.js'
+import type { LeaderboardWindow } from './leaderboard.js'
+import { ensureWindowsCurrent, scopeOf, senderWindowOf } from './rolling-windows.js'
+import { addDays, dayOf, firstDayOf, firstHourOf24h, HOUR_MS } from './window.js'
 
 export const SUMMARY_WINDOWS = ['24h', '7d', '30d', 'all'] as const
 export type SummaryWindow = (typeof SUMMARY_WINDOWS)[number]
@@ -8,7 +9,6 @@ export type SummaryWindow = (typeof SUMMARY_WINDOWS)[number]
 /** Longest daily series the `all` window draws (its first days are still in the totals). */
 export const MAX_SERIES_DAYS = 366
 
-const HOUR_MS = 3_600_000
 
 export type SummaryTotals = {
   /** Attribution rows: one per transaction or UserOperation and code. */
@@ -78,13 +78,11 @@ export async function readSummary(
 ): Promise<Summary> {
   const now = query.now ?? new Date()
   const { chainId } = query
-  const bounds = await boundsOf(sql, query.window, chainId, now)
+  const [bounds] = await Promise.all([boundsOf(sql, query.window, chainId, now), ensureWindowsCurrent(sql, now)])
   const chainFilter = chainId === undefined ? sql`true` : sql`chain_id = ${chainId}`
   const hourly = bounds.granularity === 'hour'
   const table = hourly ? sql`chain_hourly_totals` : sql`chain_daily_totals`
   const bucket = hourly ? sql`hour` : sql`(day::timestamp at time zone 'UTC')`
-  // the totals of `all` include days before the series' first day
-  const totalsSince = query.window === 'all' ? null : bounds.start
   const seriesSince = bounds.start ?? now
 
   const [series, totals, codes, senders] = await Promise.all([
@@ -92,22 +90,18 @@ export async function readSummary(
       select ${bucket} as start, kind, attributions::float8 as attributions, success_count::float8 as success, reverted_count::float8 as reverted
       from ${table}
       where ${chainFilter} and ${hourly ? sql`hour >= ${seriesSince.toISOString()}::timestamptz` : sql`day >= ${dayOf(seriesSince)}`}`,
+    // the totals of `all` include days before the series' first day
     query.window === 'all'
       ? sql<{ kind: string; attributions: number; success: number; reverted: number }[]>`
           select kind, sum(attributions)::float8 as attributions, sum(success_count)::float8 as success, sum(reverted_count)::float8 as reverted
           from chain_daily_totals where ${chainFilter} group by kind`
       : Promise.resolve(undefined),
-    query.window === '24h'
-      ? sql<{ count: number }[]>`
-          select count(*)::int as count from (select 1 from code_hourly_totals
-            where hour >= ${totalsSince!.toISOString()}::timestamptz and ${chainFilter} and success_count + reverted_count > 0 group by code, registry) active`
-      : sql<{ count: number }[]>`
-          select count(*)::int as count from (select 1 from code_daily_totals
-            where ${totalsSince ? sql`day >= ${dayOf(totalsSince)}` : sql`true`} and ${chainFilter} and success_count + reverted_count > 0
-            group by code, registry) active`,
     sql<{ count: number }[]>`
-      select count(distinct sender)::int as count from chain_daily_senders
-      where ${bounds.firstDay && query.window !== 'all' ? sql`day >= ${bounds.firstDay}` : sql`true`} and ${chainFilter} and attributions > 0`,
+      select count(*)::int as count from code_window_totals
+      where window_name = ${query.window} and scope = ${scopeOf(chainId)} and transactions + user_operations + reverted > 0`,
+    sql<{ count: number }[]>`
+      select coalesce(sum(senders), 0)::int as count from sender_window_counts
+      where window_name = ${senderWindowOf(query.window)} and scope = ${scopeOf(chainId)}`,
   ])
 
   const points = emptyBuckets(bounds, now)

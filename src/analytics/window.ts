@@ -9,7 +9,8 @@ export const DEFAULT_WINDOW_DAYS = 30
 /** Longest window a request may ask for: it bounds the zero-filled series. */
 export const MAX_WINDOW_DAYS = 366
 
-const DAY_MS = 86_400_000
+export const HOUR_MS = 3_600_000
+export const DAY_MS = 24 * HOUR_MS
 const DAY_PATTERN = /^\d{4}-\d{2}-\d{2}$/
 
 /** Thrown for a window the caller cannot have meant; `field` names the query parameter at fault. */
@@ -60,4 +61,18 @@ export function resolveDayWindow(request: { from?: string; to?: string }, now = 
 /** Every day of the window in order, for zero-filling a series. */
 export function daysOf(window: DayWindow): string[] {
   return Array.from({ length: window.days }, (_, offset) => addDays(window.from, offset))
+}
+
+
+/**
+ * The first hour bucket of the rolling 24 hours: the current (partial) hour
+ * and the 23 before it, which is as exact as hourly buckets allow.
+ */
+export function firstHourOf24h(now: Date): Date {
+  return new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS - 23 * HOUR_MS)
+}
+
+/** The first UTC day of a 7d/30d window: today and the days before it. */
+export function firstDayOf(window: '7d' | '30d', now: Date): string {
+  return addDays(dayOf(now), window === '7d' ? -6 : -29)
 }

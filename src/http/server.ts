@@ -21,6 +21,7 @@ import { createAnalytics } from '../analytics/analytics.js'
 import { analyticsRoutes } from './routes/analytics.js'
 import { createExplorerLookup } from '../analytics/attributions.js'
 import { createReadCache } from '../analytics/read-cache.js'
+import { keepWindowsCurrent } from '../analytics/rolling-windows.js'
 import { indexerStatusRoutes } from './routes/indexer-status.js'
 import { streamRoutes } from './routes/stream.js'
 import { createStreamHub } from '../stream/hub.js'
@@ -109,7 +110,11 @@ export async function createServer(deps: ServerDeps): Promise<Server> {
     transformObject: jsonSchemaTransformObject,
   })
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' })
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+  // built and serialized once, while starting (tens of ms of one event-loop turn), never for a client
+  let openapiJson: string | undefined
+  const openapiDocument = () => (openapiJson ??= JSON.stringify(app.swagger()))
+  app.addHook('onReady', async () => void openapiDocument())
+  app.get('/openapi.json', { schema: { hide: true } }, async (_request, reply) => reply.type('application/json; charset=utf-8').send(openapiDocument()))
 
   const registry = deps.registry ?? createRegistry({ db: deps.db })
   await app.register(healthRoutes, { db: deps.db, redis: deps.redis, stuckAfter: deps.config.STUCK_RANGE_ATTEMPTS })
@@ -131,6 +136,10 @@ export async function createServer(deps: ServerDeps): Promise<Server> {
     // the cache is only sound while commit notifications arrive; without them it still expires by its TTL
     hub.start().catch((error: Error) => deps.logger.warn({ err: error.message }, 'analytics cache: not listening for commits yet'))
   }
+  const windows = keepWindowsCurrent(deps.db.$client, (error) =>
+    deps.logger.warn({ err: error.message }, 'analytics: rolling windows not moved yet; reads will try again'),
+  )
+  app.addHook('onClose', async () => windows.stop())
   await app.register(analyticsRoutes, {
     analytics: createAnalytics({ db: deps.db, registry, explorerOf: createExplorerLookup(chains), cache: analyticsCache }),
   })

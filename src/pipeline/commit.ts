@@ -123,6 +123,7 @@ function aggregateCtes(sql: Sql, rows: string, sign: 1 | -1, event: EventRange) 
       on conflict (day, chain_id, sender) do update set attributions = t.attributions + excluded.attributions
       returning 1
     ),
+    ${rollingWindowCtes(sql, sign)},
     events as (
       insert into attribution_events (type, chain_id, code, registry, from_block, to_block, attributions)
       select ${event.type}, chain_id, code, registry, ${event.fromBlock}, ${event.toBlock}, count(*)
@@ -133,6 +134,60 @@ function aggregateCtes(sql: Sql, rows: string, sign: 1 | -1, event: EventRange) 
       select pg_notify(${ATTRIBUTION_EVENTS_CHANNEL}, json_build_object(
         'type', ${event.type}::text, 'chainId', min(chain_id), 'fromBlock', ${event.fromBlock}::bigint, 'minId', min(id), 'maxId', max(id))::text)
       from events having count(*) > 0
+    )`
+}
+
+/**
+ * The ready rolling windows (src/analytics/rolling-windows.ts) the rows fall
+ * in, per chain and for every chain (scope 0): per code totals, and per
+ * sender reference counts whose crossings of 0 move the distinct-sender
+ * counts. The bounds are locked FOR SHARE, so a window cannot move between
+ * this statement reading them and its transaction committing.
+ */
+function rollingWindowCtes(sql: Sql, sign: 1 | -1) {
+  return sql`
+    -- every bounds row is locked, ready or not: a row filtered out before the lock would not wait for a build in progress
+    windows as (select name, subject, from_at, until_at, ready from window_bounds order by name for share),
+    windowed as (
+      select w.name as window_name, w.subject, s.scope, b.code, b.registry, b.kind, b.status, b.sender
+      from buckets b
+      cross join lateral (values (b.chain_id), (0)) as s(scope)
+      join windows w on w.ready and b.hour >= w.from_at and b.hour < w.until_at
+    ),
+    code_windows as (
+      insert into code_window_totals as t (window_name, scope, code, registry, transactions, user_operations, reverted)
+      select window_name, scope, code, registry,
+        ${sign} * count(*) filter (where status = 'success' and kind = 'transaction'),
+        ${sign} * count(*) filter (where status = 'success' and kind = 'userOperation'),
+        ${sign} * count(*) filter (where status = 'reverted')
+      from windowed where subject = 'code' group by 1, 2, 3, 4 order by 1, 2, 3, 4
+      on conflict (window_name, scope, code, registry) do update set
+        transactions = t.transactions + excluded.transactions,
+        user_operations = t.user_operations + excluded.user_operations,
+        reverted = t.reverted + excluded.reverted
+      returning 1
+    ),
+    sender_deltas as (
+      select window_name, scope, sender, ${sign} * count(*) as delta from windowed where subject = 'sender' group by 1, 2, 3
+    ),
+    sender_refs as (
+      insert into sender_window_refs as t (window_name, scope, sender, attributions)
+      select window_name, scope, sender, delta from sender_deltas order by 1, 2, 3
+      on conflict (window_name, scope, sender) do update set attributions = t.attributions + excluded.attributions
+      returning window_name, scope, sender, attributions
+    ),
+    sender_counts as (
+      -- the references as they are after this statement, against what they were before it
+      insert into sender_window_counts as t (window_name, scope, senders)
+      select window_name, scope,
+        count(*) filter (where r.attributions > 0 and r.attributions - d.delta <= 0)
+          - count(*) filter (where r.attributions <= 0 and r.attributions - d.delta > 0)
+      from sender_refs r join sender_deltas d using (window_name, scope, sender)
+      group by 1, 2
+      having count(*) filter (where (r.attributions > 0) <> (r.attributions - d.delta > 0)) > 0
+      order by 1, 2
+      on conflict (window_name, scope) do update set senders = t.senders + excluded.senders
+      returning 1
     )`
 }
 

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import {
   bigint,
+  boolean,
   date,
   index,
   integer,
@@ -202,6 +203,62 @@ export const chainDailySenders = pgTable(
     attributions: bigint('attributions', { mode: 'number' }).notNull(),
   },
   (t) => [primaryKey({ columns: [t.day, t.chainId, t.sender] })],
+)
+
+/**
+ * Rolling windows (the leaderboard's and the summary's 24h / 7d / 30d / all,
+ * and the window just before each): their totals are kept ready so a read
+ * costs the rows it returns, not the days it spans. `from_at`…`until_at` is
+ * what the window's rows hold now (`-infinity` / `infinity` for open ends);
+ * commits add to every ready window their rows fall in, and moving a window
+ * as time passes takes out the buckets it leaves and adds those it enters
+ * (src/analytics/rolling-windows.ts). `ready` is false until first built.
+ */
+export const windowBounds = pgTable('window_bounds', {
+  name: text('name').primaryKey(),
+  /** `code`: per code totals (code_window_totals); `sender`: distinct senders (sender_window_refs / _counts). */
+  subject: text('subject', { enum: ['code', 'sender'] }).notNull(),
+  fromAt: timestamp('from_at', { withTimezone: true }).notNull(),
+  untilAt: timestamp('until_at', { withTimezone: true }).notNull(),
+  ready: boolean('ready').notNull().default(false),
+})
+
+/** Per window × scope (a chain id, or 0 for every chain) × code × registry namespace. */
+export const codeWindowTotals = pgTable(
+  'code_window_totals',
+  {
+    windowName: text('window_name').notNull(),
+    scope: integer('scope').notNull(),
+    code: text('code').notNull(),
+    registry: text('registry').notNull(),
+    transactions: bigint('transactions', { mode: 'number' }).notNull(),
+    userOperations: bigint('user_operations', { mode: 'number' }).notNull(),
+    reverted: bigint('reverted', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.windowName, t.scope, t.code, t.registry] })],
+)
+
+/** Attribution rows per window × scope × sender: a sender counts while its rows are above 0. */
+export const senderWindowRefs = pgTable(
+  'sender_window_refs',
+  {
+    windowName: text('window_name').notNull(),
+    scope: integer('scope').notNull(),
+    sender: text('sender').notNull(),
+    attributions: bigint('attributions', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.windowName, t.scope, t.sender] })],
+)
+
+/** Distinct senders per window × scope: moved by every sender_window_refs row crossing 0. */
+export const senderWindowCounts = pgTable(
+  'sender_window_counts',
+  {
+    windowName: text('window_name').notNull(),
+    scope: integer('scope').notNull(),
+    senders: bigint('senders', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.windowName, t.scope] })],
 )
 
 /**

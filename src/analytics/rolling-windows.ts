@@ -1,0 +1,193 @@
+import type postgres from 'postgres'
+import type { Sql } from '../db/client.js'
+import { DAY_MS, firstDayOf, firstHourOf24h, HOUR_MS } from './window.js'
+
+/**
+ * Rolling windows kept ready in `code_window_totals` and
+ * `sender_window_refs` / `sender_window_counts` (see `window_bounds` in the
+ * schema), so the leaderboard, active codes and unique senders over 30 days
+ * cost the rows they return, not the days they span.
+ *
+ * Commits and rollbacks move every ready window their rows fall in, in the
+ * statement that moves the other aggregates (src/pipeline/commit.ts). Time
+ * passing is this module's job: before a read, each window is moved to where
+ * `now` puts it — the buckets it leaves are taken out and those it enters
+ * added, read from the hourly / daily totals — at most once per bucket
+ * boundary. A window never built (`ready` false, as the migration leaves it)
+ * is built from the totals the first time.
+ *
+ * Exactness under concurrency: a commit locks the bounds rows FOR SHARE and
+ * a move FOR UPDATE, then reads the totals in a later statement, so every
+ * committed row is counted either by the commit (old bounds) or by the move
+ * (its snapshot starts after the commit ended), never by both or neither.
+ */
+
+
+/** [from, until) in ms since the epoch; ±Infinity for open ends. */
+type Bounds = { from: number; until: number }
+type RollingWindow = { name: string; subject: 'code' | 'sender'; boundsAt(now: Date): Bounds }
+
+const startOfDay = (day: string) => Date.parse(`${day}T00:00:00Z`)
+const floorToDay = (ms: number) => Math.floor(ms / DAY_MS) * DAY_MS
+
+function trailingDays(window: '7d' | '30d', previous: boolean): (now: Date) => Bounds {
+  const days = window === '7d' ? 7 : 30
+  return (now) => {
+    const from = startOfDay(firstDayOf(window, now))
+    return previous ? { from: from - days * DAY_MS, until: from } : { from, until: Infinity }
+  }
+}
+
+/** The leaderboard's windows (hour buckets for 24h, UTC days otherwise) and those just before them. */
+const CODE_WINDOWS: RollingWindow[] = [
+  { name: '24h', subject: 'code', boundsAt: (now) => ({ from: firstHourOf24h(now).getTime(), until: Infinity }) },
+  { name: 'prev:24h', subject: 'code', boundsAt: (now) => ({ from: firstHourOf24h(now).getTime() - 24 * HOUR_MS, until: firstHourOf24h(now).getTime() }) },
+  { name: '7d', subject: 'code', boundsAt: trailingDays('7d', false) },
+  { name: 'prev:7d', subject: 'code', boundsAt: trailingDays('7d', true) },
+  { name: '30d', subject: 'code', boundsAt: trailingDays('30d', false) },
+  { name: 'prev:30d', subject: 'code', boundsAt: trailingDays('30d', true) },
+  { name: 'all', subject: 'code', boundsAt: () => ({ from: -Infinity, until: Infinity }) },
+]
+
+/** Unique senders count whole UTC days (`uniqueSendersFrom`): the 24h window starts at its first hour's day. */
+const SENDER_WINDOWS: RollingWindow[] = [
+  { name: 'senders:24h', subject: 'sender', boundsAt: (now) => ({ from: floorToDay(firstHourOf24h(now).getTime()), until: Infinity }) },
+  { name: 'senders:7d', subject: 'sender', boundsAt: trailingDays('7d', false) },
+  { name: 'senders:30d', subject: 'sender', boundsAt: trailingDays('30d', false) },
+  { name: 'senders:all', subject: 'sender', boundsAt: () => ({ from: -Infinity, until: Infinity }) },
+]
+
+const WINDOWS = [...CODE_WINDOWS, ...SENDER_WINDOWS].sort((a, b) => (a.name < b.name ? -1 : 1))
+
+export type CodeWindowName = '24h' | '7d' | '30d' | 'all'
+
+/** The window a leaderboard reads, and the one before it (none for `all`). */
+export function codeWindowsOf(window: CodeWindowName): { current: string; previous?: string } {
+  return window === 'all' ? { current: 'all' } : { current: window, previous: `prev:${window}` }
+}
+
+export const senderWindowOf = (window: CodeWindowName) => `senders:${window}`
+
+/** Scope of the rolling rows: one chain, or 0 for every chain together. */
+export const scopeOf = (chainId: number | undefined) => chainId ?? 0
+
+const asTimestamp = (ms: number) => (ms === Infinity ? 'infinity' : ms === -Infinity ? '-infinity' : new Date(ms).toISOString())
+const isDayAligned = (bounds: Bounds) => [bounds.from, bounds.until].every((ms) => !Number.isFinite(ms) || ms % DAY_MS === 0)
+
+/** Moves run inside one transaction. */
+type Tx = postgres.TransactionSql
+
+/** Per database client: the bounds this process last saw each window at, so reads between boundaries skip the check. */
+const knownBounds = new WeakMap<Sql, Map<string, string>>()
+const keyOf = (bounds: Bounds) => `${bounds.from}/${bounds.until}`
+
+/**
+ * Moves every window to where `now` puts it (forward only: a process whose
+ * clock is behind another's reads the windows as the other left them).
+ * Cheap when nothing moved since this process last looked.
+ */
+export async function ensureWindowsCurrent(sql: Sql, now: Date = new Date()): Promise<void> {
+  let known = knownBounds.get(sql)
+  if (!known) knownBounds.set(sql, (known = new Map()))
+  const wanted = WINDOWS.map((window) => ({ window, bounds: window.boundsAt(now) }))
+  if (wanted.every(({ window, bounds }) => known.get(window.name) === keyOf(bounds))) return
+  await sql.begin(async (tx) => {
+    const stored = await tx<{ name: string; ready: boolean; from: number; until: number }[]>`
+      select name, ready, extract(epoch from from_at)::float8 * 1000 as from, extract(epoch from until_at)::float8 * 1000 as until
+      from window_bounds where name = any(${wanted.map(({ window }) => window.name)}) order by name for update`
+    const storedOf = new Map(stored.map((row) => [row.name, row]))
+    for (const { window, bounds } of wanted) {
+      const row = storedOf.get(window.name)
+      if (!row) throw new Error(`rolling window ${window.name} is missing from window_bounds: run the migrations`)
+      if (!row.ready) await rebuild(tx, window, bounds)
+      else if (bounds.from > row.from) await move(tx, window, { from: row.from, until: row.until }, bounds)
+      else continue
+      await tx`update window_bounds set from_at = ${asTimestamp(bounds.from)}::text::timestamptz, until_at = ${asTimestamp(bounds.until)}::text::timestamptz, ready = true where name = ${window.name}`
+    }
+  })
+  for (const { window, bounds } of wanted) known.set(window.name, keyOf(bounds))
+}
+
+async function rebuild(sql: Tx, window: RollingWindow, bounds: Bounds) {
+  if (window.subject === 'code') {
+    await sql`delete from code_window_totals where window_name = ${window.name}`
+  } else {
+    await sql`delete from sender_window_refs where window_name = ${window.name}`
+  }
+  await apply(sql, window, bounds, 1)
+  await settle(sql, window)
+}
+
+/** [f0, u0) → [f1, u1), both ends moving forward: take out what is left behind, add what is entered. */
+async function move(sql: Tx, window: RollingWindow, was: Bounds, now: Bounds) {
+  const left = { from: was.from, until: Math.min(now.from, was.until) }
+  const entered = { from: Math.max(was.until, now.from), until: now.until }
+  if (left.from < left.until) await apply(sql, window, left, -1)
+  if (entered.from < entered.until) await apply(sql, window, entered, 1)
+  await settle(sql, window)
+}
+
+/** Adds (or, with -1, takes out) the totals of the buckets in `bounds` to the window's rows. */
+async function apply(sql: Tx, window: RollingWindow, bounds: Bounds, sign: 1 | -1) {
+  const from = asTimestamp(bounds.from)
+  const until = asTimestamp(bounds.until)
+  if (window.subject === 'sender') {
+    // unique senders are kept per UTC day, and sender windows are whole days
+    await sql`
+      insert into sender_window_refs as t (window_name, scope, sender, attributions)
+      select ${window.name}, s.scope, sender, ${sign} * sum(attributions)
+      from chain_daily_senders cross join lateral (values (chain_id), (0)) as s(scope)
+      where day >= (${from}::text::timestamptz at time zone 'UTC')::date and day < (${until}::text::timestamptz at time zone 'UTC')::date and attributions > 0
+      group by 2, 3 order by 2, 3
+      on conflict (window_name, scope, sender) do update set attributions = t.attributions + excluded.attributions`
+    return
+  }
+  // whole-day bounds read the daily totals (24 times fewer rows); the rolling 24 hours the hourly ones
+  const source = isDayAligned(bounds)
+    ? sql`select * from code_daily_totals where day >= (${from}::text::timestamptz at time zone 'UTC')::date and day < (${until}::text::timestamptz at time zone 'UTC')::date`
+    : sql`select * from code_hourly_totals where hour >= ${from}::text::timestamptz and hour < ${until}::text::timestamptz`
+  await sql`
+    insert into code_window_totals as t (window_name, scope, code, registry, transactions, user_operations, reverted)
+    select ${window.name}, s.scope, code, registry,
+      ${sign} * coalesce(sum(success_count) filter (where kind = 'transaction'), 0),
+      ${sign} * coalesce(sum(success_count) filter (where kind = 'userOperation'), 0),
+      ${sign} * sum(reverted_count)
+    from (${source}) as totals
+    cross join lateral (values (chain_id), (0)) as s(scope)
+    group by 2, 3, 4 order by 2, 3, 4
+    on conflict (window_name, scope, code, registry) do update set
+      transactions = t.transactions + excluded.transactions,
+      user_operations = t.user_operations + excluded.user_operations,
+      reverted = t.reverted + excluded.reverted`
+}
+
+/** Drops rows that count nothing any more; recounts a sender window's distinct senders from its references. */
+async function settle(sql: Tx, window: RollingWindow) {
+  if (window.subject === 'code') {
+    await sql`delete from code_window_totals where window_name = ${window.name} and transactions = 0 and user_operations = 0 and reverted = 0`
+    return
+  }
+  await sql`delete from sender_window_refs where window_name = ${window.name} and attributions <= 0`
+  await sql`delete from sender_window_counts where window_name = ${window.name}`
+  await sql`
+    insert into sender_window_counts (window_name, scope, senders)
+    select ${window.name}, scope, count(*) from sender_window_refs where window_name = ${window.name} group by scope`
+}
+
+/**
+ * Keeps the windows moved in the background (at start, then every
+ * `intervalMs`), so the first read after a bucket boundary — or after an
+ * upgrade, which builds every window once — does not pay for the move.
+ */
+export function keepWindowsCurrent(sql: Sql, onError: (error: Error) => void, intervalMs = 60_000): { stop(): void } {
+  let running: Promise<void> | undefined
+  const tick = () => {
+    running ??= ensureWindowsCurrent(sql)
+      .catch(onError)
+      .finally(() => (running = undefined))
+  }
+  tick()
+  const timer = setInterval(tick, intervalMs)
+  timer.unref()
+  return { stop: () => clearInterval(timer) }
+}
