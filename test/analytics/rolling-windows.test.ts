@@ -1,0 +1,160 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { readLeaderboard } from '../../src/analytics/leaderboard.js'
+import { readSummary } from '../../src/analytics/summary.js'
+import { DAY_MS, firstDayOf, firstHourOf24h, HOUR_MS } from '../../src/analytics/window.js'
+import { rollbackAbove } from '../../src/follower/rollback.js'
+import { cutAndCommit, senderAddress, type TestAttribution } from '../support/ranges.js'
+import { createTestDatabase, type TestDatabase } from '../support/services.js'
+
+/**
+ * The rolling windows (leaderboard, active codes, unique senders) against
+ * the attribution rows themselves, as time moves on by an hour, days and
+ * more than a window: after commits spread over 40 days, commits made while
+ * the windows stand, a reorg rollback, and a move to a clock far ahead.
+ * Every figure of every window, per chain and for both, must equal what a
+ * count over the rows gives for the same `now`.
+ */
+const CHAINS = [1, 2]
+const WINDOWS = ['24h', '7d', '30d', 'all'] as const
+const CUSTOM = { chainId: 8453, address: '0x00000000000000000000000000000000000000Aa' as const }
+const T0 = Date.now()
+
+let database: TestDatabase
+const nextBlock = new Map<number, number>(CHAINS.map((chainId) => [chainId, 1]))
+
+/** Deterministic pseudo-random items: codes skewed, a custom namespace, reverts, UserOperations, 9 senders. */
+function itemsBetween(chainId: number, fromMs: number, untilMs: number, count: number, seed: number): TestAttribution[] {
+  return Array.from({ length: count }, (_, index) => {
+    const n = (seed * 7919 + index * 104729) % 1_000_003
+    return {
+      tx: `c${chainId}s${seed}i${index}`,
+      code: ['alpha', 'alpha', 'beta', 'gamma', 'delta'][n % 5]!,
+      sender: senderAddress(1 + (n % 9)),
+      timestamp: Math.floor((fromMs + ((untilMs - fromMs) * index) / count) / 1000),
+      block: 0,
+      kind: n % 4 === 0 ? 'userOperation' : 'transaction',
+      status: n % 7 === 0 ? 'reverted' : 'success',
+      ...(n % 6 === 0 ? { registry: CUSTOM } : {}),
+    }
+  })
+}
+
+/** Commits the items in ranges of five blocks, one item per block, as the pipeline would. */
+async function commitItems(chainId: number, items: TestAttribution[]) {
+  for (let start = 0; start < items.length; start += 5) {
+    const fromBlock = nextBlock.get(chainId)!
+    const slice = items.slice(start, start + 5).map((item, offset) => ({ ...item, block: fromBlock + offset }))
+    nextBlock.set(chainId, fromBlock + 5)
+    const outcome = await cutAndCommit(database.db, { chainId, fromBlock, toBlock: fromBlock + 4, branch: 'a', items: slice })
+    expect(outcome).toEqual({ committed: true, inserted: slice.length })
+  }
+}
+
+type Bounds = { from: number; until: number }
+
+function boundsOf(window: (typeof WINDOWS)[number], now: Date): { current: Bounds; previous?: Bounds; sendersFrom: number } {
+  if (window === 'all') return { current: { from: -Infinity, until: Infinity }, sendersFrom: -Infinity }
+  if (window === '24h') {
+    const from = firstHourOf24h(now).getTime()
+    return { current: { from, until: Infinity }, previous: { from: from - DAY_MS, until: from }, sendersFrom: Math.floor(from / DAY_MS) * DAY_MS }
+  }
+  const from = Date.parse(`${firstDayOf(window, now)}T00:00:00Z`)
+  const length = (window === '7d' ? 7 : 30) * DAY_MS
+  return { current: { from, until: Infinity }, previous: { from: from - length, until: from }, sendersFrom: from }
+}
+
+const registryOf = `case when registry_address is null then 'canonical' else registry_chain_id::text || ':' || lower(registry_address) end`
+
+/** The figures counted over the attribution rows: what the windows must hold. */
+async function truthOf(window: (typeof WINDOWS)[number], chainId: number | undefined, now: Date) {
+  const sql = database.db.$client
+  const { current, previous, sendersFrom } = boundsOf(window, now)
+  const inBounds = (bounds: Bounds) => sql`
+    ${Number.isFinite(bounds.from) ? sql`block_timestamp >= ${new Date(bounds.from).toISOString()}::timestamptz` : sql`true`}
+    and ${Number.isFinite(bounds.until) ? sql`block_timestamp < ${new Date(bounds.until).toISOString()}::timestamptz` : sql`true`}
+    and ${chainId === undefined ? sql`true` : sql`chain_id = ${chainId}`}`
+  const totals = (bounds: Bounds) => sql<{ code: string; registry: string; transactions: number; userOperations: number; reverted: number }[]>`
+    select code, ${sql.unsafe(registryOf)} as registry,
+      count(*) filter (where status = 'success' and kind = 'transaction')::int as transactions,
+      count(*) filter (where status = 'success' and kind = 'userOperation')::int as "userOperations",
+      count(*) filter (where status = 'reverted')::int as reverted
+    from attributions where ${inBounds(bounds)} group by 1, 2`
+  const rows = await totals(current)
+  const before = previous ? await totals(previous) : []
+  const [senders] = await sql<{ count: number }[]>`
+    select count(distinct sender)::int as count from attributions
+    where ${inBounds({ from: sendersFrom, until: Infinity })}`
+  const previousOf = new Map(before.map((row) => [`${row.code} ${row.registry}`, row.transactions + row.userOperations]))
+  return {
+    leaderboard: rows
+      .filter((row) => row.transactions + row.userOperations > 0)
+      .map((row) => ({ ...row, total: row.transactions + row.userOperations, previousTotal: previous ? (previousOf.get(`${row.code} ${row.registry}`) ?? 0) : null }))
+      .sort(byKey),
+    activeCodes: rows.length,
+    uniqueSenders: senders!.count,
+  }
+}
+
+const byKey = (a: { code: string; registry: string }, b: { code: string; registry: string }) =>
+  `${a.code} ${a.registry}` < `${b.code} ${b.registry}` ? -1 : 1
+
+async function expectWindowsExact(now: Date) {
+  const sql = database.db.$client
+  for (const window of WINDOWS) {
+    for (const chainId of [undefined, ...CHAINS]) {
+      const label = `${window}, chain ${chainId ?? 'all'}, now ${now.toISOString()}`
+      const truth = await truthOf(window, chainId, now)
+      const board = await readLeaderboard(sql, { window, chainId, limit: 100, includeInvalid: true, now })
+      const entries = board.entries
+        .map(({ code, registry, transactions, userOperations, reverted, total, previousTotal }) => ({ code, registry, transactions, userOperations, reverted, total, previousTotal }))
+        .sort(byKey)
+      expect(entries, label).toEqual(truth.leaderboard)
+      const summary = await readSummary(sql, { window, chainId, now })
+      expect({ activeCodes: summary.totals.activeCodes, uniqueSenders: summary.totals.uniqueSenders }, label).toEqual({
+        activeCodes: truth.activeCodes,
+        uniqueSenders: truth.uniqueSenders,
+      })
+    }
+  }
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase('rolling')
+  // history over the 40 days before now, committed before any window is built
+  for (const chainId of CHAINS) await commitItems(chainId, itemsBetween(chainId, T0 - 40 * DAY_MS, T0, 60, chainId))
+}, 60_000)
+
+afterAll(async () => {
+  await database?.drop()
+})
+
+describe('rolling windows', () => {
+  it('are built from the totals on first read, exact for every window and chain', async () => {
+    await expectWindowsExact(new Date(T0))
+  })
+
+  it('count commits made while they stand, and move by an hour exactly', async () => {
+    for (const chainId of CHAINS) await commitItems(chainId, itemsBetween(chainId, T0 - 2 * HOUR_MS, T0 + HOUR_MS, 15, 10 + chainId))
+    await expectWindowsExact(new Date(T0 + HOUR_MS))
+    await expectWindowsExact(new Date(T0 + 3 * HOUR_MS))
+  })
+
+  it('give back what a reorg rolls back', async () => {
+    const reserved = await database.db.$client.reserve()
+    try {
+      const result = await rollbackAbove(reserved, 1, nextBlock.get(1)! - 11)
+      expect(result.ranges).toBe(2)
+    } finally {
+      reserved.release()
+    }
+    await expectWindowsExact(new Date(T0 + 3 * HOUR_MS))
+  })
+
+  it('move by days, past whole windows, and keep counting new commits', async () => {
+    await expectWindowsExact(new Date(T0 + 2 * DAY_MS))
+    for (const chainId of CHAINS) await commitItems(chainId, itemsBetween(chainId, T0 + DAY_MS, T0 + 9 * DAY_MS, 10, 20 + chainId))
+    await expectWindowsExact(new Date(T0 + 9 * DAY_MS))
+    await expectWindowsExact(new Date(T0 + 45 * DAY_MS))
+    await expectWindowsExact(new Date(T0 + 100 * DAY_MS))
+  })
+})
