@@ -39,7 +39,7 @@ export function createAnalytics({
     const window = resolveDayWindow(query, query.now)
     return cached('code', { code, ...query, ...window }, async () => {
       const [stats, registered] = await Promise.all([
-        readCodeStats(db, { code, window, chainId: query.chainId, registry: query.registry }),
+        readCodeStats(db, { code, window, chainId: query.chainId, registry: query.registry, now: query.now }),
         registry.findByCode(code),
       ])
       return { code, registered: registered !== undefined, ...stats, from: window.from, to: window.to }

@@ -1,7 +1,8 @@
 import { and, asc, eq, gte, lte, type SQL } from 'drizzle-orm'
 import type { Database, Sql } from '../db/client.js'
-import { codeDailyTotals } from '../db/schema/index.js'
-import { daysOf, firstDayOf, firstHourOf24h, HOUR_MS, type DayWindow } from './window.js'
+import { ANY_REGISTRY, codeDailyTotals, EVERY_CHAIN } from '../db/schema/index.js'
+import { CODE_SENDER_WINDOW, ensureWindowsCurrent } from './rolling-windows.js'
+import { dayOf, daysOf, DEFAULT_WINDOW_DAYS, firstDayOf, firstHourOf24h, HOUR_MS, type DayWindow } from './window.js'
 
 /** Successful transactions and UserOperations, their sum, the failed ones of both kinds, and suffix gas. */
 export type Totals = { transactions: number; userOperations: number; total: number; reverted: number; suffixGas: number }
@@ -38,7 +39,7 @@ function addRow(totals: Totals, row: DailyRow) {
  */
 export async function readCodeStats(
   db: Database,
-  query: { code: string; window: DayWindow; chainId?: number; registry?: string },
+  query: { code: string; window: DayWindow; chainId?: number; registry?: string; now?: Date },
 ): Promise<CodeStats> {
   const conditions: SQL[] = [
     eq(codeDailyTotals.code, query.code),
@@ -84,15 +85,28 @@ export async function readCodeStats(
   return { totals, uniqueSenders: overall, byChain: [...byChain.values()], daily: [...daily.values()] }
 }
 
-/** Exact distinct senders per day and over the window, from `code_daily_senders` (rows with attributions left). */
-async function readCodeSenders(sql: Sql, query: { code: string; window: DayWindow; chainId?: number; registry?: string }) {
-  const filter = sql`
-    code = ${query.code} and day between ${query.window.from} and ${query.window.to} and attributions > 0
-    ${query.chainId === undefined ? sql`` : sql`and chain_id = ${query.chainId}`}
-    ${query.registry === undefined ? sql`` : sql`and registry = ${query.registry}`}`
+/**
+ * Exact distinct senders per day (kept counted in `code_daily_sender_counts`)
+ * and over the window: the default window (the last 30 days) is kept ready
+ * as a rolling window; any other is counted over `code_daily_senders`, in
+ * the one scope the filters name, so it costs the code's senders per day.
+ */
+async function readCodeSenders(sql: Sql, query: { code: string; window: DayWindow; chainId?: number; registry?: string; now?: Date }) {
+  const now = query.now ?? new Date()
+  const scope = sql`code = ${query.code} and registry = ${query.registry ?? ANY_REGISTRY} and chain_id = ${query.chainId ?? EVERY_CHAIN}`
+  const rolling = query.window.to === dayOf(now) && query.window.days === DEFAULT_WINDOW_DAYS
   const [perDay, [overall]] = await Promise.all([
-    sql<{ day: string; count: number }[]>`select day::text as day, count(distinct sender)::int as count from code_daily_senders where ${filter} group by day`,
-    sql<{ count: number }[]>`select count(distinct sender)::int as count from code_daily_senders where ${filter}`,
+    sql<{ day: string; count: number }[]>`
+      select day::text as day, senders::int as count from code_daily_sender_counts
+      where ${scope} and day between ${query.window.from} and ${query.window.to}`,
+    rolling
+      ? ensureWindowsCurrent(sql, now).then(
+          () => sql<{ count: number }[]>`
+            select coalesce(sum(senders), 0)::int as count from code_sender_window_counts where window_name = ${CODE_SENDER_WINDOW} and ${scope}`,
+        )
+      : sql<{ count: number }[]>`
+          select count(distinct sender)::int as count from code_daily_senders
+          where ${scope} and day between ${query.window.from} and ${query.window.to} and attributions > 0`,
   ])
   return { perDay, overall: overall!.count }
 }

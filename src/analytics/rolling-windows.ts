@@ -25,7 +25,8 @@ import { DAY_MS, firstDayOf, firstHourOf24h, HOUR_MS } from './window.js'
 
 /** [from, until) in ms since the epoch; ±Infinity for open ends. */
 type Bounds = { from: number; until: number }
-type RollingWindow = { name: string; subject: 'code' | 'sender'; boundsAt(now: Date): Bounds }
+type Subject = 'code' | 'sender' | 'code-sender'
+type RollingWindow = { name: string; subject: Subject; boundsAt(now: Date): Bounds }
 
 const startOfDay = (day: string) => Date.parse(`${day}T00:00:00Z`)
 const floorToDay = (ms: number) => Math.floor(ms / DAY_MS) * DAY_MS
@@ -57,7 +58,11 @@ const SENDER_WINDOWS: RollingWindow[] = [
   { name: 'senders:all', subject: 'sender', boundsAt: () => ({ from: -Infinity, until: Infinity }) },
 ]
 
-const WINDOWS = [...CODE_WINDOWS, ...SENDER_WINDOWS].sort((a, b) => (a.name < b.name ? -1 : 1))
+/** A code's distinct senders over the code view's default window (the last 30 UTC days). */
+export const CODE_SENDER_WINDOW = 'code-senders:30d'
+const CODE_SENDER_WINDOWS: RollingWindow[] = [{ name: CODE_SENDER_WINDOW, subject: 'code-sender', boundsAt: trailingDays('30d', false) }]
+
+const WINDOWS = [...CODE_WINDOWS, ...SENDER_WINDOWS, ...CODE_SENDER_WINDOWS].sort((a, b) => (a.name < b.name ? -1 : 1))
 
 export type CodeWindowName = '24h' | '7d' | '30d' | 'all'
 
@@ -108,12 +113,15 @@ export async function ensureWindowsCurrent(sql: Sql, now: Date = new Date()): Pr
   for (const { window, bounds } of wanted) known.set(window.name, keyOf(bounds))
 }
 
+/** The tables behind each kind of window: totals, or references whose crossings of 0 are counted per group. */
+const DISTINCT_TABLES = {
+  sender: { refs: 'sender_window_refs', counts: 'sender_window_counts', groupKeys: ['scope'] },
+  'code-sender': { refs: 'code_sender_window_refs', counts: 'code_sender_window_counts', groupKeys: ['code', 'registry', 'chain_id'] },
+} as const
+
 async function rebuild(sql: Tx, window: RollingWindow, bounds: Bounds) {
-  if (window.subject === 'code') {
-    await sql`delete from code_window_totals where window_name = ${window.name}`
-  } else {
-    await sql`delete from sender_window_refs where window_name = ${window.name}`
-  }
+  const table = window.subject === 'code' ? 'code_window_totals' : DISTINCT_TABLES[window.subject].refs
+  await sql`delete from ${sql(table)} where window_name = ${window.name}`
   await apply(sql, window, bounds, 1)
   await settle(sql, window)
 }
@@ -127,24 +135,35 @@ async function move(sql: Tx, window: RollingWindow, was: Bounds, now: Bounds) {
   await settle(sql, window)
 }
 
-/** Adds (or, with -1, takes out) the totals of the buckets in `bounds` to the window's rows. */
+/** Adds (or, with -1, takes out) what the buckets in `bounds` hold to the window's rows. */
 async function apply(sql: Tx, window: RollingWindow, bounds: Bounds, sign: 1 | -1) {
   const from = asTimestamp(bounds.from)
   const until = asTimestamp(bounds.until)
+  // sender windows are whole UTC days, the days unique senders are kept by
+  const inDays = sql`day >= (${from}::text::timestamptz at time zone 'UTC')::date and day < (${until}::text::timestamptz at time zone 'UTC')::date`
   if (window.subject === 'sender') {
-    // unique senders are kept per UTC day, and sender windows are whole days
     await sql`
       insert into sender_window_refs as t (window_name, scope, sender, attributions)
       select ${window.name}, s.scope, sender, ${sign} * sum(attributions)
       from chain_daily_senders cross join lateral (values (chain_id), (0)) as s(scope)
-      where day >= (${from}::text::timestamptz at time zone 'UTC')::date and day < (${until}::text::timestamptz at time zone 'UTC')::date and attributions > 0
+      where ${inDays} and attributions > 0
       group by 2, 3 order by 2, 3
       on conflict (window_name, scope, sender) do update set attributions = t.attributions + excluded.attributions`
     return
   }
+  if (window.subject === 'code-sender') {
+    // code_daily_senders holds the every-chain and any-registry scopes already
+    await sql`
+      insert into code_sender_window_refs as t (window_name, code, registry, chain_id, sender, attributions)
+      select ${window.name}, code, registry, chain_id, sender, ${sign} * sum(attributions)
+      from code_daily_senders where ${inDays} and attributions > 0
+      group by 2, 3, 4, 5 order by 2, 3, 4, 5
+      on conflict (window_name, code, registry, chain_id, sender) do update set attributions = t.attributions + excluded.attributions`
+    return
+  }
   // whole-day bounds read the daily totals (24 times fewer rows); the rolling 24 hours the hourly ones
   const source = isDayAligned(bounds)
-    ? sql`select * from code_daily_totals where day >= (${from}::text::timestamptz at time zone 'UTC')::date and day < (${until}::text::timestamptz at time zone 'UTC')::date`
+    ? sql`select * from code_daily_totals where ${inDays}`
     : sql`select * from code_hourly_totals where hour >= ${from}::text::timestamptz and hour < ${until}::text::timestamptz`
   await sql`
     insert into code_window_totals as t (window_name, scope, code, registry, transactions, user_operations, reverted)
@@ -161,17 +180,19 @@ async function apply(sql: Tx, window: RollingWindow, bounds: Bounds, sign: 1 | -
       reverted = t.reverted + excluded.reverted`
 }
 
-/** Drops rows that count nothing any more; recounts a sender window's distinct senders from its references. */
+/** Drops rows that count nothing any more; recounts a distinct window's groups from its references. */
 async function settle(sql: Tx, window: RollingWindow) {
   if (window.subject === 'code') {
     await sql`delete from code_window_totals where window_name = ${window.name} and transactions = 0 and user_operations = 0 and reverted = 0`
     return
   }
-  await sql`delete from sender_window_refs where window_name = ${window.name} and attributions <= 0`
-  await sql`delete from sender_window_counts where window_name = ${window.name}`
+  const { refs, counts, groupKeys } = DISTINCT_TABLES[window.subject]
+  await sql`delete from ${sql(refs)} where window_name = ${window.name} and attributions <= 0`
+  await sql`delete from ${sql(counts)} where window_name = ${window.name}`
+  const groups = sql.unsafe(groupKeys.join(', '))
   await sql`
-    insert into sender_window_counts (window_name, scope, senders)
-    select ${window.name}, scope, count(*) from sender_window_refs where window_name = ${window.name} group by scope`
+    insert into ${sql(counts)} (window_name, ${groups}, senders)
+    select ${window.name}, ${groups}, count(*) from ${sql(refs)} where window_name = ${window.name} group by ${groups}`
 }
 
 /**

@@ -65,8 +65,10 @@ type EventRange = { type: 'commit' | 'rollback'; fromBlock: number; toBlock: num
  * - per code × registry namespace × chain × UTC day (and hour) × kind totals;
  * - per chain × day (and hour) × kind: attribution rows and distinct
  *   successful / failed transactions and UserOperations;
- * - exact unique senders per code × day and per chain × day, as reference
+ * - exact unique senders per code × day (with its distinct count per day,
+ *   in every chain / registry scope) and per chain × day, as reference
  *   counts (a row with 0 attributions left counts no more);
+ * - the rolling windows (leaderboard, active codes, unique senders);
  * - one stream event per code, and a notification (sent on commit) naming them.
  * Rows are upserted in key order so concurrent commits take the shared rows'
  * locks in the same order and wait for each other instead of deadlocking.
@@ -111,12 +113,20 @@ function aggregateCtes(sql: Sql, rows: string, sign: 1 | -1, event: EventRange) 
     ${codeTotals('code_hourly', 'code_hourly_totals', 'hour')},
     ${chainTotals('chain_daily', 'chain_daily_totals', 'day')},
     ${chainTotals('chain_hourly', 'chain_hourly_totals', 'hour')},
-    code_senders as (
-      insert into code_daily_senders as t (code, registry, chain_id, day, sender, attributions)
-      select code, registry, chain_id, day, sender, ${sign} * count(*) from buckets group by 1, 2, 3, 4, 5 order by 1, 2, 3, 4, 5
-      on conflict (code, registry, chain_id, day, sender) do update set attributions = t.attributions + excluded.attributions
-      returning 1
+    code_sender_deltas as (
+      -- each row counts in its own chain and registry, for every chain (0) and for any registry ('*')
+      select b.code, s.registry, s.chain_id, b.day, b.sender, ${sign} * count(*) as delta
+      from buckets b cross join lateral (values (b.registry, b.chain_id), (b.registry, 0), ('*', b.chain_id), ('*', 0)) as s(registry, chain_id)
+      group by 1, 2, 3, 4, 5
     ),
+    ${distinctCountCtes(sql, {
+      name: 'code_senders',
+      deltas: 'code_sender_deltas',
+      refs: 'code_daily_senders',
+      keys: ['code', 'registry', 'chain_id', 'day', 'sender'],
+      counts: 'code_daily_sender_counts',
+      groupKeys: ['code', 'registry', 'chain_id', 'day'],
+    })},
     chain_senders as (
       insert into chain_daily_senders as t (chain_id, day, sender, attributions)
       select chain_id, day, sender, ${sign} * count(*) from buckets group by 1, 2, 3 order by 2, 1, 3
@@ -134,6 +144,44 @@ function aggregateCtes(sql: Sql, rows: string, sign: 1 | -1, event: EventRange) 
       select pg_notify(${ATTRIBUTION_EVENTS_CHANNEL}, json_build_object(
         'type', ${event.type}::text, 'chainId', min(chain_id), 'fromBlock', ${event.fromBlock}::bigint, 'minId', min(id), 'maxId', max(id))::text)
       from events having count(*) > 0
+    )`
+}
+
+/**
+ * Exact distinct counts kept as reference counts: the CTE `deltas` (the
+ * `keys` columns and `delta`) is added to the `refs` table's `attributions`,
+ * and each reference crossing 0 — counted against its value before this
+ * statement — moves its group's `senders` in the `counts` table by one.
+ * Concurrent commits are serialized by the row locks of the upserts, and
+ * each sees the value the one before it left, so no crossing is missed or
+ * counted twice.
+ */
+function distinctCountCtes(
+  sql: Sql,
+  { name, deltas, refs, keys, counts, groupKeys }: { name: string; deltas: string; refs: string; keys: string[]; counts: string; groupKeys: string[] },
+) {
+  const refsCte = sql(`${name}_refs`)
+  // column lists are this module's constants, never input
+  const key = sql.unsafe(keys.join(', '))
+  const group = sql.unsafe(groupKeys.join(', '))
+  const becameActive = sql`r.attributions > 0 and r.attributions - d.delta <= 0`
+  const becameInactive = sql`r.attributions <= 0 and r.attributions - d.delta > 0`
+  return sql`
+    ${refsCte} as (
+      insert into ${sql(refs)} as t (${key}, attributions)
+      select ${key}, delta from ${sql(deltas)} order by ${key}
+      on conflict (${key}) do update set attributions = t.attributions + excluded.attributions
+      returning ${key}, attributions
+    ),
+    ${sql(`${name}_counts`)} as (
+      insert into ${sql(counts)} as t (${group}, senders)
+      select ${group}, count(*) filter (where ${becameActive}) - count(*) filter (where ${becameInactive})
+      from ${refsCte} r join ${sql(deltas)} d using (${key})
+      group by ${group}
+      having count(*) filter (where ${becameActive} or ${becameInactive}) > 0
+      order by ${group}
+      on conflict (${group}) do update set senders = t.senders + excluded.senders
+      returning 1
     )`
 }
 
@@ -170,25 +218,29 @@ function rollingWindowCtes(sql: Sql, sign: 1 | -1) {
     sender_deltas as (
       select window_name, scope, sender, ${sign} * count(*) as delta from windowed where subject = 'sender' group by 1, 2, 3
     ),
-    sender_refs as (
-      insert into sender_window_refs as t (window_name, scope, sender, attributions)
-      select window_name, scope, sender, delta from sender_deltas order by 1, 2, 3
-      on conflict (window_name, scope, sender) do update set attributions = t.attributions + excluded.attributions
-      returning window_name, scope, sender, attributions
+    ${distinctCountCtes(sql, {
+      name: 'window_senders',
+      deltas: 'sender_deltas',
+      refs: 'sender_window_refs',
+      keys: ['window_name', 'scope', 'sender'],
+      counts: 'sender_window_counts',
+      groupKeys: ['window_name', 'scope'],
+    })},
+    code_sender_window_deltas as (
+      select w.name as window_name, d.code, d.registry, d.chain_id, d.sender, sum(d.delta) as delta
+      from code_sender_deltas d
+      join windows w on w.ready and w.subject = 'code-sender'
+        and (d.day::timestamp at time zone 'UTC') >= w.from_at and (d.day::timestamp at time zone 'UTC') < w.until_at
+      group by 1, 2, 3, 4, 5
     ),
-    sender_counts as (
-      -- the references as they are after this statement, against what they were before it
-      insert into sender_window_counts as t (window_name, scope, senders)
-      select window_name, scope,
-        count(*) filter (where r.attributions > 0 and r.attributions - d.delta <= 0)
-          - count(*) filter (where r.attributions <= 0 and r.attributions - d.delta > 0)
-      from sender_refs r join sender_deltas d using (window_name, scope, sender)
-      group by 1, 2
-      having count(*) filter (where (r.attributions > 0) <> (r.attributions - d.delta > 0)) > 0
-      order by 1, 2
-      on conflict (window_name, scope) do update set senders = t.senders + excluded.senders
-      returning 1
-    )`
+    ${distinctCountCtes(sql, {
+      name: 'window_code_senders',
+      deltas: 'code_sender_window_deltas',
+      refs: 'code_sender_window_refs',
+      keys: ['window_name', 'code', 'registry', 'chain_id', 'sender'],
+      counts: 'code_sender_window_counts',
+      groupKeys: ['window_name', 'code', 'registry', 'chain_id'],
+    })}`
 }
 
 /**

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { readCodeStats } from '../../src/analytics/code-stats.js'
 import { readLeaderboard } from '../../src/analytics/leaderboard.js'
 import { readSummary } from '../../src/analytics/summary.js'
-import { DAY_MS, firstDayOf, firstHourOf24h, HOUR_MS } from '../../src/analytics/window.js'
+import { addDays, DAY_MS, dayOf, firstDayOf, firstHourOf24h, HOUR_MS, resolveDayWindow } from '../../src/analytics/window.js'
 import { rollbackAbove } from '../../src/follower/rollback.js'
 import { cutAndCommit, senderAddress, type TestAttribution } from '../support/ranges.js'
 import { createTestDatabase, type TestDatabase } from '../support/services.js'
@@ -11,12 +12,15 @@ import { createTestDatabase, type TestDatabase } from '../support/services.js'
  * the attribution rows themselves, as time moves on by an hour, days and
  * more than a window: after commits spread over 40 days, commits made while
  * the windows stand, a reorg rollback, and a move to a clock far ahead.
- * Every figure of every window, per chain and for both, must equal what a
- * count over the rows gives for the same `now`.
+ * Every figure of every window, per chain and for both, and every code's
+ * distinct senders per day and over its window, in every chain and registry
+ * scope, must equal what a count over the rows gives for the same `now`.
  */
 const CHAINS = [1, 2]
 const WINDOWS = ['24h', '7d', '30d', 'all'] as const
 const CUSTOM = { chainId: 8453, address: '0x00000000000000000000000000000000000000Aa' as const }
+const CUSTOM_NS = `8453:${CUSTOM.address.toLowerCase()}`
+const CODES = ['alpha', 'beta', 'gamma', 'delta']
 const T0 = Date.now()
 
 let database: TestDatabase
@@ -28,7 +32,7 @@ function itemsBetween(chainId: number, fromMs: number, untilMs: number, count: n
     const n = (seed * 7919 + index * 104729) % 1_000_003
     return {
       tx: `c${chainId}s${seed}i${index}`,
-      code: ['alpha', 'alpha', 'beta', 'gamma', 'delta'][n % 5]!,
+      code: [CODES[0]!, ...CODES][n % 5]!,
       sender: senderAddress(1 + (n % 9)),
       timestamp: Math.floor((fromMs + ((untilMs - fromMs) * index) / count) / 1000),
       block: 0,
@@ -114,6 +118,33 @@ async function expectWindowsExact(now: Date) {
         activeCodes: truth.activeCodes,
         uniqueSenders: truth.uniqueSenders,
       })
+    }
+  }
+  await expectCodeSendersExact(now)
+}
+
+/** A code's distinct senders per day and over its window (the default 30 days, kept rolling, and a custom week), in every scope. */
+async function expectCodeSendersExact(now: Date) {
+  const sql = database.db.$client
+  const windows = [resolveDayWindow({}, now), resolveDayWindow({ from: addDays(dayOf(now), -9), to: addDays(dayOf(now), -3) }, now)]
+  for (const code of CODES) {
+    for (const chainId of [undefined, ...CHAINS]) {
+      for (const registry of [undefined, 'canonical', CUSTOM_NS]) {
+        for (const window of windows) {
+          const filter = sql`code = ${code} and (block_timestamp at time zone 'UTC')::date between ${window.from} and ${window.to}
+            and ${chainId === undefined ? sql`true` : sql`chain_id = ${chainId}`}
+            and ${registry === undefined ? sql`true` : sql`${sql.unsafe(registryOf)} = ${registry}`}`
+          const [overall] = await sql<{ count: number }[]>`select count(distinct sender)::int as count from attributions where ${filter}`
+          const perDay = await sql<{ day: string; count: number }[]>`
+            select (block_timestamp at time zone 'UTC')::date::text as day, count(distinct sender)::int as count from attributions where ${filter} group by 1`
+          const stats = await readCodeStats(database.db, { code, window, chainId, registry, now })
+          const label = `${code}, chain ${chainId ?? 'all'}, registry ${registry ?? 'any'}, ${window.from}…${window.to}, now ${now.toISOString()}`
+          expect(stats.uniqueSenders, label).toBe(overall!.count)
+          expect(stats.daily.filter((point) => point.uniqueSenders > 0).map(({ day, uniqueSenders }) => ({ day, count: uniqueSenders })), label).toEqual(
+            perDay.sort((a, b) => (a.day < b.day ? -1 : 1)),
+          )
+        }
+      }
     }
   }
 }

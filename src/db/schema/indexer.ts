@@ -174,11 +174,18 @@ export const chainHourlyTotals = pgTable(
   (t) => [primaryKey({ columns: [t.chainId, t.hour, t.kind] })],
 )
 
+/** In the per-code sender tables, `chain_id` 0 counts every chain together… */
+export const EVERY_CHAIN = 0
+/** …and `registry` '*' every registry namespace of the code together. */
+export const ANY_REGISTRY = '*'
+
 /**
  * Exact unique senders (transaction `from`, UserOperation `sender`): one row
  * per code × registry × chain × UTC day × sender, with the number of
- * attribution rows behind it. Commit adds, rollback subtracts, so the count of
- * rows with `attributions > 0` is the exact number of distinct senders.
+ * attribution rows behind it, also kept for every chain (`chain_id` 0) and
+ * any registry (`registry` '*'), so a code's distinct senders read one scope
+ * whatever the filters. Commit adds, rollback subtracts, so the count of rows
+ * with `attributions > 0` is the exact number of distinct senders.
  */
 export const codeDailySenders = pgTable(
   'code_daily_senders',
@@ -191,6 +198,19 @@ export const codeDailySenders = pgTable(
     attributions: bigint('attributions', { mode: 'number' }).notNull(),
   },
   (t) => [primaryKey({ columns: [t.code, t.registry, t.chainId, t.day, t.sender] })],
+)
+
+/** Distinct senders per code × registry scope × chain scope × day: moved by code_daily_senders rows crossing 0. */
+export const codeDailySenderCounts = pgTable(
+  'code_daily_sender_counts',
+  {
+    code: text('code').notNull(),
+    registry: text('registry').notNull(),
+    chainId: integer('chain_id').notNull(),
+    day: date('day', { mode: 'string' }).notNull(),
+    senders: bigint('senders', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.code, t.registry, t.chainId, t.day] })],
 )
 
 /** Distinct senders per chain and day (any code), for the summary's unique senders. */
@@ -216,8 +236,12 @@ export const chainDailySenders = pgTable(
  */
 export const windowBounds = pgTable('window_bounds', {
   name: text('name').primaryKey(),
-  /** `code`: per code totals (code_window_totals); `sender`: distinct senders (sender_window_refs / _counts). */
-  subject: text('subject', { enum: ['code', 'sender'] }).notNull(),
+  /**
+   * `code`: per code totals (code_window_totals); `sender`: distinct senders
+   * (sender_window_refs / _counts); `code-sender`: a code's distinct senders
+   * (code_sender_window_refs / _counts).
+   */
+  subject: text('subject', { enum: ['code', 'sender', 'code-sender'] }).notNull(),
   fromAt: timestamp('from_at', { withTimezone: true }).notNull(),
   untilAt: timestamp('until_at', { withTimezone: true }).notNull(),
   ready: boolean('ready').notNull().default(false),
@@ -259,6 +283,32 @@ export const senderWindowCounts = pgTable(
     senders: bigint('senders', { mode: 'number' }).notNull(),
   },
   (t) => [primaryKey({ columns: [t.windowName, t.scope] })],
+)
+
+/** A code's senders per rolling window (the code view's default 30 days), in the scopes of code_daily_senders. */
+export const codeSenderWindowRefs = pgTable(
+  'code_sender_window_refs',
+  {
+    windowName: text('window_name').notNull(),
+    code: text('code').notNull(),
+    registry: text('registry').notNull(),
+    chainId: integer('chain_id').notNull(),
+    sender: text('sender').notNull(),
+    attributions: bigint('attributions', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.windowName, t.code, t.registry, t.chainId, t.sender] })],
+)
+
+export const codeSenderWindowCounts = pgTable(
+  'code_sender_window_counts',
+  {
+    windowName: text('window_name').notNull(),
+    code: text('code').notNull(),
+    registry: text('registry').notNull(),
+    chainId: integer('chain_id').notNull(),
+    senders: bigint('senders', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.windowName, t.code, t.registry, t.chainId] })],
 )
 
 /**
