@@ -27,6 +27,10 @@ export class TooManySubscribersError extends Error {
 /** Most events replayed to a client resuming with Last-Event-ID; older ones it must re-read from the API. */
 export const MAX_REPLAY = 1_000
 
+/** Reads of a notice's events before live subscribers are sent to resume instead. */
+const READ_ATTEMPTS = 4
+const READ_RETRY_MS = 250
+
 type EventRow = {
   id: string | number
   type: 'commit' | 'rollback'
@@ -88,17 +92,55 @@ export function createStreamHub(options: {
     }
   }
 
+  /**
+   * The notified events, read again after a failure (a pool connection
+   * lost, Postgres restarting) a few times before giving up.
+   */
+  async function readNotified(notice: Notice): Promise<AttributionEvent[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await eventsOf(notice)
+      } catch (error) {
+        if (attempt >= READ_ATTEMPTS || stopped) throw error
+        await new Promise((resolve) => setTimeout(resolve, READ_RETRY_MS * attempt))
+      }
+    }
+  }
+
+  /**
+   * Subscribers that may have missed events are closed: EventSource
+   * reconnects with Last-Event-ID and the replay, read from the table,
+   * gives them what they missed — nothing is dropped silently.
+   */
+  function resumeEveryone(reason: string) {
+    if (subscribers.size === 0) return
+    logger.warn({ subscribers: subscribers.size, reason }, 'stream: closing subscribers so they resume with Last-Event-ID')
+    for (const subscriber of subscribers) subscriber.close()
+    subscribers.clear()
+  }
+
   // notices are handled one after another so subscribers see events in commit order
   let handling = Promise.resolve()
   function onNotice(payload: string) {
     options.onChange?.()
     handling = handling.then(async () => {
       try {
-        deliver(await eventsOf(JSON.parse(payload) as Notice))
+        deliver(await readNotified(JSON.parse(payload) as Notice))
       } catch (error) {
         logger.error({ err: (error as Error).message }, 'stream: could not read notified events')
+        resumeEveryone('notified events could not be read')
       }
     })
+  }
+
+  /** postgres.js re-LISTENs after its connection dropped; notices sent meanwhile were lost. */
+  let listenedBefore = false
+  function onListen() {
+    if (listenedBefore) {
+      options.onChange?.()
+      resumeEveryone('the LISTEN connection was re-established; notices may have been lost')
+    }
+    listenedBefore = true
   }
 
   let listening: Promise<void> | undefined
@@ -106,7 +148,7 @@ export function createStreamHub(options: {
 
   /** LISTENs on first use (and again after a failed attempt), so an API started while Postgres is down still starts. */
   function start(): Promise<void> {
-    listening ??= sql.listen(ATTRIBUTION_EVENTS_CHANNEL, onNotice).then(
+    listening ??= sql.listen(ATTRIBUTION_EVENTS_CHANNEL, onNotice, onListen).then(
       (listener) => {
         unlisten = listener.unlisten
         if (stopped) void listener.unlisten().catch(() => {})
