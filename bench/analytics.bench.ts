@@ -51,7 +51,7 @@ function backfillStatements(): string[] {
     })
 }
 
-async function generate(sql: postgres.Sql, rows: number) {
+export async function generate(sql: postgres.Sql, rows: number) {
   // h: a deterministic 31-bit hash of the row number; codes are skewed (a few busy, a long tail) like real traffic
   await sql`
     insert into attributions (chain_id, block_number, block_hash, block_timestamp, tx_hash, tx_index, kind, user_op_index, user_op_hash,

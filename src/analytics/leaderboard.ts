@@ -40,16 +40,13 @@ export type LeaderboardQuery = {
   now?: Date
 }
 
-/** The registry's rule, in SQL: the same as isValidCode. */
-const VALID_CODE_SQL = '^[0-9a-z_]{1,32}$'
-
-type RankedRow = { code: string; registry: string; total: number; transactions: number; userOperations: number; reverted: number; grand: number }
+type RankedRow = { code: string; registry: string; total: number; transactions: number; userOperations: number; reverted: number }
 
 function conditions(sql: Sql, windowName: string, query: LeaderboardQuery) {
   return sql`
     window_name = ${windowName} and scope = ${scopeOf(query.chainId)}
     ${query.registry === undefined ? sql`` : sql`and registry = ${query.registry}`}
-    ${query.includeInvalid ? sql`` : sql`and code ~ ${VALID_CODE_SQL}`}`
+    ${query.includeInvalid ? sql`` : sql`and valid`}`
 }
 
 /**
@@ -58,24 +55,27 @@ function conditions(sql: Sql, windowName: string, query: LeaderboardQuery) {
  * registry so the order is stable between polls. Codes with only reverted
  * activity are left out; so are invalid codes unless asked for. The rolling
  * 24 hours count hour buckets, longer windows UTC days; the figures come
- * from the rolling window totals, kept ready (rolling-windows.ts).
+ * from the rolling window totals, kept ready (rolling-windows.ts), and the
+ * page is the first rows of their rank index.
  */
 export async function readLeaderboard(sql: Sql, query: LeaderboardQuery): Promise<Leaderboard> {
   await ensureWindowsCurrent(sql, query.now)
   const { current, previous } = codeWindowsOf(query.window)
-  const ranked = await sql<RankedRow[]>`
-    select code, registry, (transactions + user_operations)::float8 as total, transactions::float8 as transactions,
-      user_operations::float8 as "userOperations", reverted::float8 as reverted,
-      sum(transactions + user_operations) over ()::float8 as grand
-    from code_window_totals
-    where ${conditions(sql, current, query)} and transactions + user_operations > 0
-    order by total desc, code, registry
-    limit ${query.limit}`
+  const [ranked, [grand]] = await Promise.all([
+    sql<RankedRow[]>`
+      select code, registry, total::float8 as total, transactions::float8 as transactions,
+        user_operations::float8 as "userOperations", reverted::float8 as reverted
+      from code_window_totals
+      where ${conditions(sql, current, query)} and total > 0
+      order by total desc nulls last, code, registry
+      limit ${query.limit}`,
+    sql<{ total: number }[]>`select coalesce(sum(total), 0)::float8 as total from code_window_totals where ${conditions(sql, current, query)}`,
+  ])
   const codes = [...new Set(ranked.map((row) => row.code))]
   const [before, wallets] = await Promise.all([
     previous && codes.length > 0
       ? sql<{ code: string; registry: string; total: number }[]>`
-          select code, registry, (transactions + user_operations)::float8 as total from code_window_totals
+          select code, registry, total::float8 as total from code_window_totals
           where ${conditions(sql, previous, query)} and code = any(${codes})`
       : Promise.resolve([]),
     codes.length > 0
@@ -97,7 +97,7 @@ export async function readLeaderboard(sql: Sql, query: LeaderboardQuery): Promis
         userOperations: row.userOperations,
         reverted: row.reverted,
         walletAddress: row.registry === CANONICAL_REGISTRY ? (walletOf.get(row.code) ?? null) : null,
-        share: row.grand > 0 ? row.total / row.grand : 0,
+        share: grand!.total > 0 ? row.total / grand!.total : 0,
         previousTotal,
         change: previousTotal === null ? null : row.total - previousTotal,
         invalid: !isValidCode(row.code),

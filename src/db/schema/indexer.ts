@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm'
+import { VALID_CODE } from '../../attribution/codes.js'
 import {
   bigint,
   boolean,
@@ -258,8 +259,16 @@ export const codeWindowTotals = pgTable(
     transactions: bigint('transactions', { mode: 'number' }).notNull(),
     userOperations: bigint('user_operations', { mode: 'number' }).notNull(),
     reverted: bigint('reverted', { mode: 'number' }).notNull(),
+    /** What the leaderboard ranks by: successful transactions + UserOperations. */
+    total: bigint('total', { mode: 'number' }).generatedAlwaysAs(sql`transactions + user_operations`),
+    /** The registry's rule (isValidCode), kept so a ranking does not run a regex per row. */
+    valid: boolean('valid').generatedAlwaysAs(sql.raw(`code ~ '${VALID_CODE.source}'`)),
   },
-  (t) => [primaryKey({ columns: [t.windowName, t.scope, t.code, t.registry] })],
+  (t) => [
+    primaryKey({ columns: [t.windowName, t.scope, t.code, t.registry] }),
+    // the leaderboard's order: its first page is the first rows of this index
+    index('code_window_totals_rank_idx').on(t.windowName, t.scope, t.total.desc(), t.code, t.registry),
+  ],
 )
 
 /** Attribution rows per window × scope × sender: a sender counts while its rows are above 0. */

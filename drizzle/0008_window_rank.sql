@@ -1,0 +1,3 @@
+ALTER TABLE "code_window_totals" ADD COLUMN "total" bigint GENERATED ALWAYS AS (transactions + user_operations) STORED;--> statement-breakpoint
+ALTER TABLE "code_window_totals" ADD COLUMN "valid" boolean GENERATED ALWAYS AS (code ~ '^[0-9a-z_]{1,32}$') STORED;--> statement-breakpoint
+CREATE INDEX "code_window_totals_rank_idx" ON "code_window_totals" USING btree ("window_name","scope","total" DESC NULLS LAST,"code","registry");
