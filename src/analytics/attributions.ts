@@ -88,24 +88,30 @@ type Row = {
 
 /**
  * One page of a code's attributions, newest first (block time, then id),
- * walked by keyset on the `(code, block_timestamp desc, id desc)` index:
+ * walked by keyset on the `(code, block_timestamp desc, id desc)` index
+ * (attributions_code_page_idx):
  * a page costs the same on the first and the thousandth page, and rows
  * committed meanwhile never shift a page already handed out.
  */
 export async function listCodeAttributions(sql: Sql, query: AttributionListQuery, explorerOf: ExplorerLookup): Promise<AttributionPage> {
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor)
+  // the page's ids come from the index alone (filters on its included columns); only the rows returned are read
   const rows = await sql<Row[]>`
-    select id, tx_hash, kind, user_op_hash, chain_id, block_number, block_timestamp, status, sender, suffix_gas, schema_id,
+    with page as (
+      select id from attributions
+      where code = ${query.code}
+        ${after ? sql`and (block_timestamp, id) < (${after.time}::timestamptz, ${after.id})` : sql``}
+        ${query.chainId === undefined ? sql`` : sql`and chain_id = ${query.chainId}`}
+        ${query.kind === undefined ? sql`` : sql`and kind = ${query.kind}`}
+        ${query.status === undefined ? sql`` : sql`and status = ${query.status}`}
+      -- spelled as the index is: plain DESC means NULLS FIRST, and the planner would sort a scan instead
+      order by block_timestamp desc nulls last, id desc nulls last
+      limit ${query.limit + 1}
+    )
+    select a.id, tx_hash, kind, user_op_hash, chain_id, block_number, block_timestamp, status, sender, suffix_gas, schema_id,
            code_status, registry_chain_id, registry_address
-    from attributions
-    where code = ${query.code}
-      ${after ? sql`and (block_timestamp, id) < (${after.time}::timestamptz, ${after.id})` : sql``}
-      ${query.chainId === undefined ? sql`` : sql`and chain_id = ${query.chainId}`}
-      ${query.kind === undefined ? sql`` : sql`and kind = ${query.kind}`}
-      ${query.status === undefined ? sql`` : sql`and status = ${query.status}`}
-    -- spelled as the index is (drizzle writes DESC NULLS LAST): plain DESC means NULLS FIRST, and the planner would sort a scan instead
-    order by block_timestamp desc nulls last, id desc nulls last
-    limit ${query.limit + 1}`
+    from page join attributions a using (id)
+    order by block_timestamp desc nulls last, a.id desc nulls last`
   const page = rows.slice(0, query.limit)
   const attributions = page.map((row): AttributionItem => {
     const explorer = explorerOf(row.chain_id)
