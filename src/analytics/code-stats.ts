@@ -126,21 +126,26 @@ export async function readCodeHourly(
 ): Promise<{ from: string; hourly: HourlyPoint[] }> {
   const now = query.now ?? new Date()
   const from = query.window === '24h' ? firstHourOf24h(now) : new Date(`${firstDayOf('7d', now)}T00:00:00Z`)
-  const rows = await sql<{ hour: string; kind: string; success: number; reverted: number }[]>`
-    select hour, kind, success_count::float8 as success, reverted_count::float8 as reverted from code_hourly_totals
+  // summed per hour in the database: one row per active hour crosses the wire, not one per chain, kind and registry
+  const rows = await sql<{ hour: number; transactions: number; userOperations: number; reverted: number }[]>`
+    select extract(epoch from hour)::float8 * 1000 as hour,
+      coalesce(sum(success_count) filter (where kind = 'transaction'), 0)::float8 as transactions,
+      coalesce(sum(success_count) filter (where kind = 'userOperation'), 0)::float8 as "userOperations",
+      sum(reverted_count)::float8 as reverted
+    from code_hourly_totals
     where code = ${query.code} and hour >= ${from.toISOString()}::timestamptz
       ${query.chainId === undefined ? sql`` : sql`and chain_id = ${query.chainId}`}
-      ${query.registry === undefined ? sql`` : sql`and registry = ${query.registry}`}`
-  const points = new Map<string, HourlyPoint>()
+      ${query.registry === undefined ? sql`` : sql`and registry = ${query.registry}`}
+    group by 1`
+  const points = new Map<number, HourlyPoint>()
   for (let time = from.getTime(); time <= now.getTime(); time += HOUR_MS) {
-    const hour = new Date(time).toISOString()
-    points.set(hour, { hour, transactions: 0, userOperations: 0, reverted: 0 })
+    points.set(time, { hour: new Date(time).toISOString(), transactions: 0, userOperations: 0, reverted: 0 })
   }
   for (const row of rows) {
-    const point = points.get(new Date(row.hour).toISOString())
+    const point = points.get(row.hour)
     if (!point) continue
-    if (row.kind === 'transaction') point.transactions += row.success
-    else point.userOperations += row.success
+    point.transactions += row.transactions
+    point.userOperations += row.userOperations
     point.reverted += row.reverted
   }
   return { from: from.toISOString(), hourly: [...points.values()] }

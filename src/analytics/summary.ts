@@ -56,13 +56,15 @@ async function boundsOf(sql: Sql, window: SummaryWindow, chainId: number | undef
   return { granularity: 'day', start: capped ? new Date(`${capped}T00:00:00Z`) : null, firstDay: capped }
 }
 
-function emptyBuckets(bounds: Bounds, now: Date): Map<string, SeriesPoint> {
-  const points = new Map<string, SeriesPoint>()
+type Sums = { attributions: number; transactions: number; userOperations: number; reverted: number }
+
+/** The window's buckets, zero-filled, keyed by their start in ms. */
+function emptyBuckets(bounds: Bounds, now: Date): Map<number, SeriesPoint> {
+  const points = new Map<number, SeriesPoint>()
   if (!bounds.start) return points
   const step = bounds.granularity === 'hour' ? HOUR_MS : 24 * HOUR_MS
   for (let time = bounds.start.getTime(); time <= now.getTime(); time += step) {
-    const start = new Date(time).toISOString()
-    points.set(start, { start, attributions: 0, transactions: 0, userOperations: 0, reverted: 0 })
+    points.set(time, { start: new Date(time).toISOString(), attributions: 0, transactions: 0, userOperations: 0, reverted: 0 })
   }
   return points
 }
@@ -85,17 +87,20 @@ export async function readSummary(
   const bucket = hourly ? sql`hour` : sql`(day::timestamp at time zone 'UTC')`
   const seriesSince = bounds.start ?? now
 
+  // summed per bucket in the database: one row per bucket crosses the wire, not one per chain and kind
+  const sumsOf = sql`
+    sum(attributions)::float8 as attributions,
+    coalesce(sum(success_count) filter (where kind = 'transaction'), 0)::float8 as transactions,
+    coalesce(sum(success_count) filter (where kind = 'userOperation'), 0)::float8 as "userOperations",
+    sum(reverted_count)::float8 as reverted`
   const [series, totals, codes, senders] = await Promise.all([
-    sql<{ start: string; kind: string; attributions: number; success: number; reverted: number }[]>`
-      select ${bucket} as start, kind, attributions::float8 as attributions, success_count::float8 as success, reverted_count::float8 as reverted
+    sql<(Sums & { start: number })[]>`
+      select extract(epoch from ${bucket})::float8 * 1000 as start, ${sumsOf}
       from ${table}
-      where ${chainFilter} and ${hourly ? sql`hour >= ${seriesSince.toISOString()}::timestamptz` : sql`day >= ${dayOf(seriesSince)}`}`,
+      where ${chainFilter} and ${hourly ? sql`hour >= ${seriesSince.toISOString()}::timestamptz` : sql`day >= ${dayOf(seriesSince)}`}
+      group by 1`,
     // the totals of `all` include days before the series' first day
-    query.window === 'all'
-      ? sql<{ kind: string; attributions: number; success: number; reverted: number }[]>`
-          select kind, sum(attributions)::float8 as attributions, sum(success_count)::float8 as success, sum(reverted_count)::float8 as reverted
-          from chain_daily_totals where ${chainFilter} group by kind`
-      : Promise.resolve(undefined),
+    query.window === 'all' ? sql<Sums[]>`select ${sumsOf} from chain_daily_totals where ${chainFilter} having count(*) > 0` : Promise.resolve(undefined),
     sql<{ count: number }[]>`
       select count(*)::int as count from code_window_totals
       where window_name = ${query.window} and scope = ${scopeOf(chainId)} and transactions + user_operations + reverted > 0`,
@@ -106,14 +111,14 @@ export async function readSummary(
 
   const points = emptyBuckets(bounds, now)
   const sums: SummaryTotals = { attributions: 0, transactions: 0, userOperations: 0, total: 0, reverted: 0, activeCodes: 0, uniqueSenders: 0 }
-  const add = (into: { attributions: number; transactions: number; userOperations: number; reverted: number }, row: { kind: string; attributions: number; success: number; reverted: number }) => {
+  const add = (into: Sums, row: Sums) => {
     into.attributions += row.attributions
-    if (row.kind === 'transaction') into.transactions += row.success
-    else into.userOperations += row.success
+    into.transactions += row.transactions
+    into.userOperations += row.userOperations
     into.reverted += row.reverted
   }
   for (const row of series) {
-    const point = points.get(new Date(row.start).toISOString())
+    const point = points.get(row.start)
     if (point) add(point, row)
     if (!totals) add(sums, row)
   }
