@@ -3,6 +3,7 @@ import { createPublicClient, webSocket, type Hex } from 'viem'
 import type { Database } from '../db/client.js'
 import type { Logger } from '../logger.js'
 import type { IndexerMetrics } from '../metrics/indexer.js'
+import { pruneAttributionEvents } from '../pipeline/commit.js'
 import { enqueueRanges, rangeJobId, type RangeJob, type RangeQueue } from '../pipeline/queue.js'
 import type { RawHeader, Rpc } from '../rpc/client.js'
 import { assertLockHeld, tryAcquireChainLock, type ChainLock } from './lock.js'
@@ -183,6 +184,8 @@ export function createFollower(options: FollowerOptions) {
     if (through === undefined) return
     const keep = Math.max(256, chain.confirmations * 4)
     await lock.sql`delete from blocks where chain_id = ${chainId} and number < ${through - keep}`
+    // every chain's follower prunes every chain's old events: the same statement, harmless twice
+    await pruneAttributionEvents(lock.sql)
   }
 
   async function waitForNextTick() {

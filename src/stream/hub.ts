@@ -17,14 +17,21 @@ export type AttributionEvent = {
   at: string
 }
 
-export type Subscriber = { code: string | undefined; send(event: AttributionEvent): void; heartbeat(): void; close(): void }
+export type Subscriber = {
+  code: string | undefined
+  send(event: AttributionEvent): void
+  /** What was missed cannot be replayed: re-read the API, and go on from event `latestId`. */
+  reset(reason: string, latestId: number): void
+  heartbeat(): void
+  close(): void
+}
 
 /** Thrown when the hub already serves its maximum of subscribers. */
 export class TooManySubscribersError extends Error {
   override name = 'TooManySubscribersError'
 }
 
-/** Most events replayed to a client resuming with Last-Event-ID; older ones it must re-read from the API. */
+/** Most events replayed to a client resuming with Last-Event-ID; past that it gets a reset and re-reads the API. */
 export const MAX_REPLAY = 1_000
 
 /** Reads of a notice's events before live subscribers are sent to resume instead. */
@@ -165,19 +172,32 @@ export function createStreamHub(options: {
     return listening
   }
 
-  /** Events after `lastEventId` (a resuming client), oldest first, at most MAX_REPLAY. */
-  async function replay(lastEventId: number, code: string | undefined): Promise<AttributionEvent[]> {
-    const rows = await sql<EventRow[]>`
-      select id, type, chain_id, code, registry, from_block, to_block, attributions, created_at from attribution_events
-      where id > ${lastEventId} ${code === undefined ? sql`` : sql`and code = ${code}`}
-      order by id limit ${MAX_REPLAY}`
-    return rows.map(toEvent)
+  /**
+   * Events after `lastEventId` (a resuming client), oldest first — or, when
+   * they cannot all be given (more than MAX_REPLAY, or some already pruned),
+   * `incomplete` with the newest id to go on from.
+   */
+  async function replay(lastEventId: number, code: string | undefined): Promise<{ events: AttributionEvent[] } | { incomplete: string; latestId: number }> {
+    const [[state], rows] = await Promise.all([
+      sql<{ pruned: number; latest: number }[]>`
+        select (select pruned_through from stream_retention where id = 1)::float8 as pruned,
+               (select coalesce(max(id), 0) from attribution_events)::float8 as latest`,
+      sql<EventRow[]>`
+        select id, type, chain_id, code, registry, from_block, to_block, attributions, created_at from attribution_events
+        where id > ${lastEventId} ${code === undefined ? sql`` : sql`and code = ${code}`}
+        order by id limit ${MAX_REPLAY + 1}`,
+    ])
+    const latestId = Math.max(state!.latest, lastEventId)
+    if (lastEventId < (state!.pruned ?? 0)) return { incomplete: 'events after Last-Event-ID were pruned (kept 7 days)', latestId }
+    if (rows.length > MAX_REPLAY) return { incomplete: `more than ${MAX_REPLAY} events were missed`, latestId }
+    return { events: rows.map(toEvent) }
   }
 
   /**
-   * Adds a subscriber; with `lastEventId` it first gets what it missed.
-   * Live events arriving meanwhile are held and sent after the replay,
-   * without repeats, so the client sees every id once and in order.
+   * Adds a subscriber; with `lastEventId` it first gets what it missed, or
+   * a reset when that cannot be replayed whole (it re-reads the API and goes
+   * on live). Live events arriving meanwhile are held and sent after the
+   * replay, without repeats, so the client sees every id once and in order.
    */
   async function subscribe(subscriber: Subscriber, lastEventId?: number): Promise<() => void> {
     if (subscribers.size >= options.maxSubscribers) throw new TooManySubscribersError(`at most ${options.maxSubscribers} stream subscribers`)
@@ -192,7 +212,11 @@ export function createStreamHub(options: {
     try {
       const missed = await replay(lastEventId, subscriber.code)
       let last = lastEventId
-      for (const event of [...missed, ...held.sort((a, b) => a.id - b.id)]) {
+      if ('incomplete' in missed) {
+        subscriber.reset(missed.incomplete, missed.latestId)
+        last = missed.latestId
+      }
+      for (const event of ['events' in missed ? missed.events : [], held.sort((a, b) => a.id - b.id)].flat()) {
         if (event.id <= last) continue
         subscriber.send(event)
         last = event.id

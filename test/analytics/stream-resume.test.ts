@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLogger } from '../../src/logger.js'
-import { createStreamHub, type AttributionEvent, type StreamHub } from '../../src/stream/hub.js'
+import { pruneAttributionEvents } from '../../src/pipeline/commit.js'
+import { createStreamHub, MAX_REPLAY, type AttributionEvent, type StreamHub } from '../../src/stream/hub.js'
 import { cutAndCommit, senderAddress } from '../support/ranges.js'
 import { createTestDatabase, type TestDatabase } from '../support/services.js'
 
@@ -29,14 +30,27 @@ function flakySql(sql: TestDatabase['db']['$client']): TestDatabase['db']['$clie
   })
 }
 
-function recorder(code: string) {
+function recorder(code: string | undefined) {
   const events: AttributionEvent[] = []
+  const resets: Array<{ reason: string; latestId: number }> = []
   let closed = false
   return {
     events,
+    resets,
     isClosed: () => closed,
-    subscriber: { code, send: (event: AttributionEvent) => void events.push(event), heartbeat: () => {}, close: () => void (closed = true) },
+    subscriber: {
+      code,
+      send: (event: AttributionEvent) => void events.push(event),
+      reset: (reason: string, latestId: number) => void resets.push({ reason, latestId }),
+      heartbeat: () => {},
+      close: () => void (closed = true),
+    },
   }
+}
+
+async function latestEventId() {
+  const [row] = await database.db.$client<{ last: number }[]>`select coalesce(max(id), 0)::int as last from attribution_events`
+  return row!.last
 }
 
 async function commitOne(code: string) {
@@ -85,7 +99,7 @@ describe('stream hub, reads of notified events failing', () => {
   it('closes live subscribers when the reads keep failing, and their resume replays the event', async () => {
     const client = recorder('resume')
     await hub.subscribe(client.subscriber)
-    const [row] = await database.db.$client<{ last: number }[]>`select coalesce(max(id), 0)::int as last from attribution_events`
+    const last = await latestEventId()
     failingReads = 100
     await commitOne('resume')
     await until(() => client.isClosed(), 'the subscriber is closed')
@@ -94,8 +108,50 @@ describe('stream hub, reads of notified events failing', () => {
     failingReads = 0
     // what EventSource does on its own: reconnect with the last id it saw
     const resumed = recorder('resume')
-    const unsubscribe = await hub.subscribe(resumed.subscriber, row!.last)
+    const unsubscribe = await hub.subscribe(resumed.subscriber, last)
     expect(resumed.events.map((event) => [event.type, event.code, event.attributions])).toEqual([['commit', 'resume', 1]])
+    unsubscribe()
+  })
+})
+
+describe('stream hub, history that cannot be replayed whole', () => {
+  it('prunes events past the retention and sends a client resuming from before them a reset, then goes on live', async () => {
+    await commitOne('old')
+    const before = await latestEventId()
+    await commitOne('old')
+    const pruneThrough = await latestEventId()
+    await commitOne('kept')
+    const latest = await latestEventId()
+    await database.db.$client`update attribution_events set created_at = now() - interval '8 days' where id <= ${pruneThrough}`
+    expect(await pruneAttributionEvents(database.db.$client)).toBeGreaterThanOrEqual(2)
+    expect(await database.db.$client`select id from attribution_events where id <= ${pruneThrough}`).toEqual([])
+
+    const stale = recorder(undefined)
+    const unsubscribe = await hub.subscribe(stale.subscriber, before)
+    expect(stale.resets).toEqual([{ reason: 'events after Last-Event-ID were pruned (kept 7 days)', latestId: latest }])
+    expect(stale.events).toEqual([])
+    await commitOne('live')
+    await until(() => stale.events.length === 1, 'the live event arrives')
+    expect(stale.events[0]!.code).toBe('live')
+    unsubscribe()
+
+    // a client that saw the last pruned event misses nothing kept: replayed, no reset
+    const current = recorder(undefined)
+    const unsubscribeCurrent = await hub.subscribe(current.subscriber, pruneThrough)
+    expect(current.resets).toEqual([])
+    expect(current.events.map((event) => event.code)).toEqual(['kept', 'live'])
+    unsubscribeCurrent()
+  })
+
+  it('sends a reset instead of a replay longer than MAX_REPLAY', async () => {
+    const from = await latestEventId()
+    await database.db.$client`
+      insert into attribution_events (type, chain_id, code, registry, from_block, to_block, attributions)
+      select 'commit', 5, 'busy', 'canonical', n, n, 1 from generate_series(1, ${MAX_REPLAY + 1}) as n`
+    const client = recorder(undefined)
+    const unsubscribe = await hub.subscribe(client.subscriber, from)
+    expect(client.resets).toEqual([{ reason: `more than ${MAX_REPLAY} events were missed`, latestId: await latestEventId() }])
+    expect(client.events).toEqual([])
     unsubscribe()
   })
 })

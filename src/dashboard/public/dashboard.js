@@ -359,6 +359,11 @@ function connectStream() {
   }
   stream.addEventListener('commit', onEvent)
   stream.addEventListener('rollback', onEvent)
+  // what was missed while away could not be replayed whole: re-read everything shown
+  stream.addEventListener('reset', () => {
+    refreshAll()
+    refreshCode()
+  })
   stream.addEventListener('open', () => {
     live.textContent = 'live'
     live.className = 'badge yes'

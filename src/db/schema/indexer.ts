@@ -341,6 +341,16 @@ export const attributionEvents = pgTable(
   (t) => [index('attribution_events_code_idx').on(t.code, t.id)],
 )
 
+/**
+ * How far attribution_events have been pruned (one row): a client resuming
+ * from an id at or below `pruned_through` may have missed events and is told
+ * to re-read instead of being replayed a partial history.
+ */
+export const streamRetention = pgTable('stream_retention', {
+  id: smallint('id').primaryKey().default(1),
+  prunedThrough: bigint('pruned_through', { mode: 'number' }).notNull().default(0),
+})
+
 /** Suffixes that carried the marker but could not be decoded: counted, never fatal. */
 export const malformedSuffixes = pgTable(
   'malformed_suffixes',

@@ -19,7 +19,9 @@ export const streamRoutes: FastifyPluginAsyncZod<{ hub: StreamHub; retryMs: numb
           '`text/event-stream`. Event `commit`: a code gained attribution rows when a block range committed; event `rollback`: ' +
           'a reorg took them away (every block from `fromBlock` up). Data is JSON `{ id, type, chainId, code, registry, fromBlock, toBlock, attributions, at }`; ' +
           'the SSE `id` is the event id. A comment line is sent as a heartbeat. Reconnect with `Last-Event-ID` (or `lastEventId`) ' +
-          'to receive what was missed (up to 1,000 events). Answers 503 when the server already holds its maximum of subscribers.',
+          'to receive what was missed; when that cannot be replayed whole (more than 1,000 events, or events older than the 7 days kept), ' +
+          'event `reset` `{ reason, lastEventId }` comes instead: re-read the figures, the stream goes on live from there. ' +
+          'Answers 503 when the server already holds its maximum of subscribers.',
         querystring: z.object({
           code: z.string().min(1, 'must not be empty').max(500, 'must be at most 500 characters').optional().describe('Only this code’s events'),
           lastEventId: lastEventIdSchema.optional(),
@@ -34,29 +36,33 @@ export const streamRoutes: FastifyPluginAsyncZod<{ hub: StreamHub; retryMs: numb
         throw badRequest('Last-Event-ID', 'must be an event id (digits)')
       }
       const raw = reply.raw
+      // until the subscription is accepted nothing may reach the socket (a write would send default headers),
+      // so frames wait in `pending`; heartbeats before then are dropped
+      let headersSent = false
       let open = true
+      const pending: string[] = []
       const write = (text: string) => {
         if (!open) return
+        if (!headersSent) return void pending.push(text)
         raw.write(text)
         if (raw.writableLength > MAX_BUFFERED_BYTES) close()
       }
       const close = () => {
         if (!open) return
         open = false
-        raw.end()
+        if (headersSent) raw.end()
       }
       const subscriber = {
         code: request.query.code,
         send: (event: AttributionEvent) => write(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`),
-        heartbeat: () => write(': heartbeat\n\n'),
+        // the id moves the client's Last-Event-ID on, so its next reconnect resumes from here
+        reset: (reason: string, latestId: number) => write(`id: ${latestId}\nevent: reset\ndata: ${JSON.stringify({ reason, lastEventId: latestId })}\n\n`),
+        heartbeat: () => headersSent && write(': heartbeat\n\n'),
         close,
       }
-      // headers go out only once the subscription is accepted, so a refusal is still an ordinary 503
-      const pending: string[] = []
-      const early: typeof subscriber = { ...subscriber, send: (event: AttributionEvent) => void pending.push(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`) }
       let unsubscribe: () => void
       try {
-        unsubscribe = await hub.subscribe(early, resumeFrom === undefined ? undefined : Number(resumeFrom))
+        unsubscribe = await hub.subscribe(subscriber, resumeFrom === undefined ? undefined : Number(resumeFrom))
       } catch (error) {
         if (error instanceof TooManySubscribersError) {
           throw new HttpError(503, 'service_unavailable', `stream: ${error.message}; retry later`, undefined, { 'retry-after': '5' })
@@ -71,10 +77,11 @@ export const streamRoutes: FastifyPluginAsyncZod<{ hub: StreamHub; retryMs: numb
         // proxies (nginx) must not buffer the stream
         'x-accel-buffering': 'no',
       })
+      headersSent = true
       raw.write(`retry: ${retryMs}\n\n`)
-      for (const text of pending) write(text)
-      // the early subscriber is swapped for the writing one: same registration, now writing straight out
-      early.send = subscriber.send
+      for (const text of pending.splice(0)) raw.write(text)
+      // closed while subscribing (the hub sent everyone to resume): the client reconnects with Last-Event-ID
+      if (!open) raw.end()
       request.raw.on('close', () => {
         open = false
         unsubscribe()
