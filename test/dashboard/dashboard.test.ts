@@ -266,6 +266,8 @@ describe('dashboard page', () => {
     await page.fill('#validate-hash', attributed.userOpHash!)
     await page.click('#validate-button')
     await page.locator('#validate-result').waitFor({ state: 'visible' })
+    // an earlier test may have left another result shown: wait for this one's
+    await expect.poll(async () => JSON.parse((await page.locator('#validate-json').textContent()) || 'null'), { timeout: 5_000 }).toEqual(fromApi.body)
     const summary = await page.locator('#validate-summary').textContent()
     expect(summary).toMatch(/^Attributed/)
     expect(summary).toContain(`block ${fromApi.body.blockNumber}`)
