@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import type { Hex } from 'viem'
-import type { Attributed } from '../../src/attribution/decode.js'
 import { rollbackAbove } from '../../src/follower/rollback.js'
-import { commitRange, type RangeResult } from '../../src/pipeline/commit.js'
 import { request, startTestApi, type TestApi } from '../support/api.js'
+import { cutAndCommit, senderAddress } from '../support/ranges.js'
 import { createTestDatabase, type TestDatabase } from '../support/services.js'
 
 /**
@@ -13,7 +11,6 @@ import { createTestDatabase, type TestDatabase } from '../support/services.js'
  * streams get heartbeats, and subscribers beyond the bound are refused.
  */
 const CHAIN = 7001
-const hash = (label: string) => `0x${Buffer.from(label).toString('hex').padEnd(64, '0')}` as Hex
 
 let database: TestDatabase
 let api: TestApi
@@ -69,28 +66,9 @@ async function openStream(query = '', headers: Record<string, string> = {}) {
 }
 
 async function commit(from: number, to: number, branch: string, codes: string[]) {
-  const job = { chainId: CHAIN, fromBlock: from, toBlock: to, parentHash: hash(`p${from}`), toHash: hash(`${branch}${to}`) }
-  await database.db.$client`insert into ranges (chain_id, from_block, to_block, parent_hash, to_hash) values (${CHAIN}, ${from}, ${to}, ${job.parentHash}, ${job.toHash})`
-  const attribution: Attributed = {
-    kind: 'attributed', schemaId: 0, codes, entries: codes.map((code) => ({ code, role: 'service', valid: true }) as Attributed['entries'][number]),
-    suffix: '0x00', suffixBytes: 1, suffixGas: 4,
-  }
-  const result: RangeResult = {
-    job,
-    blocks: [],
-    txCount: 1,
-    rows: codes.map((code) => ({
-      code,
-      record: {
-        kind: 'transaction', txHash: hash(`${branch}tx${from}`), txIndex: 0, blockNumber: from, blockHash: hash(`b${from}`),
-        blockTimestamp: Math.floor(Date.now() / 1000), userOpIndex: -1, userOpHash: undefined,
-        sender: '0x0000000000000000000000000000000000000001', target: null, status: 'success', actualGasCost: undefined, attribution,
-      },
-      resolution: { status: 'unregistered', wallet: null, registry: null },
-    })),
-    malformed: [],
-  }
-  expect((await commitRange(database.db, result)).committed).toBe(true)
+  const timestamp = Math.floor(Date.now() / 1000)
+  const items = codes.map((code) => ({ tx: `${branch}tx${from}`, code, sender: senderAddress(1), timestamp, block: from }))
+  expect((await cutAndCommit(database.db, { chainId: CHAIN, fromBlock: from, toBlock: to, branch, items })).committed).toBe(true)
 }
 
 beforeAll(async () => {
