@@ -40,13 +40,25 @@ export type LeaderboardQuery = {
   now?: Date
 }
 
-type RankedRow = { code: string; registry: string; total: number; transactions: number; userOperations: number; reverted: number }
+type RankedRow = {
+  code: string
+  registry: string
+  total: number
+  transactions: number
+  userOperations: number
+  reverted: number
+  grand: number
+  previousTotal: number | null
+  walletAddress: string | null
+}
 
-function conditions(sql: Sql, windowName: string, query: LeaderboardQuery) {
+/** The rows of one window the query asks for, in the table named `alias`. */
+function conditions(sql: Sql, alias: string, windowName: string, query: LeaderboardQuery) {
+  const column = (name: string) => sql(`${alias}.${name}`)
   return sql`
-    window_name = ${windowName} and scope = ${scopeOf(query.chainId)}
-    ${query.registry === undefined ? sql`` : sql`and registry = ${query.registry}`}
-    ${query.includeInvalid ? sql`` : sql`and valid`}`
+    ${column('window_name')} = ${windowName} and ${column('scope')} = ${scopeOf(query.chainId)}
+    ${query.registry === undefined ? sql`` : sql`and ${column('registry')} = ${query.registry}`}
+    ${query.includeInvalid ? sql`` : sql`and ${column('valid')}`}`
 }
 
 /**
@@ -61,33 +73,27 @@ function conditions(sql: Sql, windowName: string, query: LeaderboardQuery) {
 export async function readLeaderboard(sql: Sql, query: LeaderboardQuery): Promise<Leaderboard> {
   await ensureWindowsCurrent(sql, query.now)
   const { current, previous } = codeWindowsOf(query.window)
-  const [ranked, [grand]] = await Promise.all([
-    sql<RankedRow[]>`
-      select code, registry, total::float8 as total, transactions::float8 as transactions,
-        user_operations::float8 as "userOperations", reverted::float8 as reverted
-      from code_window_totals
-      where ${conditions(sql, current, query)} and total > 0
+  // one round trip: the page, the window's grand total, the page's totals in the window before, their wallets
+  const ranked = await sql<RankedRow[]>`
+    with page as (
+      select code, registry, total, transactions, user_operations, reverted
+      from code_window_totals ranked
+      where ${conditions(sql, 'ranked', current, query)} and total > 0
       order by total desc nulls last, code, registry
-      limit ${query.limit}`,
-    sql<{ total: number }[]>`select coalesce(sum(total), 0)::float8 as total from code_window_totals where ${conditions(sql, current, query)}`,
-  ])
-  const codes = [...new Set(ranked.map((row) => row.code))]
-  const [before, wallets] = await Promise.all([
-    previous && codes.length > 0
-      ? sql<{ code: string; registry: string; total: number }[]>`
-          select code, registry, total::float8 as total from code_window_totals
-          where ${conditions(sql, previous, query)} and code = any(${codes})`
-      : Promise.resolve([]),
-    codes.length > 0
-      ? sql<{ code: string; wallet_address: string }[]>`select code, wallet_address from builder_codes where code = any(${codes})`
-      : Promise.resolve([]),
-  ])
-  const previousOf = new Map(before.map((row) => [`${row.registry} ${row.code}`, row.total]))
-  const walletOf = new Map(wallets.map((row) => [row.code, row.wallet_address]))
+      limit ${query.limit}
+    )
+    select page.code, page.registry, page.total::float8 as total, page.transactions::float8 as transactions,
+      page.user_operations::float8 as "userOperations", page.reverted::float8 as reverted,
+      (select coalesce(sum(total), 0) from code_window_totals listed where ${conditions(sql, 'listed', current, query)})::float8 as grand,
+      ${previous ? sql`coalesce(before.total, 0)::float8` : sql`null::float8`} as "previousTotal",
+      case when page.registry = ${CANONICAL_REGISTRY} then wallet.wallet_address end as "walletAddress"
+    from page
+    ${previous ? sql`left join code_window_totals before on ${conditions(sql, 'before', previous, query)} and before.code = page.code and before.registry = page.registry` : sql``}
+    left join builder_codes wallet on wallet.code = page.code
+    order by page.total desc nulls last, page.code, page.registry`
   return {
     window: query.window,
     entries: ranked.map((row, index) => {
-      const previousTotal = previous ? (previousOf.get(`${row.registry} ${row.code}`) ?? 0) : null
       return {
         rank: index + 1,
         code: row.code,
@@ -96,10 +102,10 @@ export async function readLeaderboard(sql: Sql, query: LeaderboardQuery): Promis
         transactions: row.transactions,
         userOperations: row.userOperations,
         reverted: row.reverted,
-        walletAddress: row.registry === CANONICAL_REGISTRY ? (walletOf.get(row.code) ?? null) : null,
-        share: grand!.total > 0 ? row.total / grand!.total : 0,
-        previousTotal,
-        change: previousTotal === null ? null : row.total - previousTotal,
+        walletAddress: row.walletAddress,
+        share: row.grand > 0 ? row.total / row.grand : 0,
+        previousTotal: row.previousTotal,
+        change: row.previousTotal === null ? null : row.total - row.previousTotal,
         invalid: !isValidCode(row.code),
       }
     }),

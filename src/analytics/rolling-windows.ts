@@ -1,12 +1,14 @@
 import type postgres from 'postgres'
 import type { Sql } from '../db/client.js'
+import { EVERY_CHAIN } from '../db/schema/index.js'
 import { DAY_MS, firstDayOf, firstHourOf24h, HOUR_MS } from './window.js'
 
 /**
- * Rolling windows kept ready in `code_window_totals` and
- * `sender_window_refs` / `sender_window_counts` (see `window_bounds` in the
- * schema), so the leaderboard, active codes and unique senders over 30 days
- * cost the rows they return, not the days they span.
+ * Rolling windows kept ready (see `window_bounds` in the schema): per code
+ * totals in `code_window_totals`, distinct senders in `sender_window_refs` /
+ * `_counts`, a code's distinct senders in `code_sender_window_refs` /
+ * `_counts` — so the leaderboard, active codes and unique senders over 30
+ * days cost the rows they return, not the days they span.
  *
  * Commits and rollbacks move every ready window their rows fall in, in the
  * statement that moves the other aggregates (src/pipeline/commit.ts). Time
@@ -21,7 +23,6 @@ import { DAY_MS, firstDayOf, firstHourOf24h, HOUR_MS } from './window.js'
  * committed row is counted either by the commit (old bounds) or by the move
  * (its snapshot starts after the commit ended), never by both or neither.
  */
-
 
 /** [from, until) in ms since the epoch; ±Infinity for open ends. */
 type Bounds = { from: number; until: number }
@@ -73,8 +74,8 @@ export function codeWindowsOf(window: CodeWindowName): { current: string; previo
 
 export const senderWindowOf = (window: CodeWindowName) => `senders:${window}`
 
-/** Scope of the rolling rows: one chain, or 0 for every chain together. */
-export const scopeOf = (chainId: number | undefined) => chainId ?? 0
+/** Scope of the rolling rows: one chain, or every chain together. */
+export const scopeOf = (chainId: number | undefined) => chainId ?? EVERY_CHAIN
 
 const asTimestamp = (ms: number) => (ms === Infinity ? 'infinity' : ms === -Infinity ? '-infinity' : new Date(ms).toISOString())
 const isDayAligned = (bounds: Bounds) => [bounds.from, bounds.until].every((ms) => !Number.isFinite(ms) || ms % DAY_MS === 0)
@@ -94,23 +95,32 @@ const keyOf = (bounds: Bounds) => `${bounds.from}/${bounds.until}`
 export async function ensureWindowsCurrent(sql: Sql, now: Date = new Date()): Promise<void> {
   let known = knownBounds.get(sql)
   if (!known) knownBounds.set(sql, (known = new Map()))
-  const wanted = WINDOWS.map((window) => ({ window, bounds: window.boundsAt(now) }))
-  if (wanted.every(({ window, bounds }) => known.get(window.name) === keyOf(bounds))) return
+  for (const window of WINDOWS) {
+    const bounds = window.boundsAt(now)
+    if (known.get(window.name) === keyOf(bounds)) continue
+    await moveWindow(sql, window, bounds)
+    known.set(window.name, keyOf(bounds))
+  }
+}
+
+/**
+ * One window per transaction: a commit waits (on its FOR SHARE lock) only
+ * while the window its rows fall in is being moved or built, and a build
+ * after an upgrade does not hold every window at once.
+ */
+async function moveWindow(sql: Sql, window: RollingWindow, bounds: Bounds) {
   await sql.begin(async (tx) => {
-    const stored = await tx<{ name: string; ready: boolean; from: number; until: number }[]>`
-      select name, ready, extract(epoch from from_at)::float8 * 1000 as from, extract(epoch from until_at)::float8 * 1000 as until
-      from window_bounds where name = any(${wanted.map(({ window }) => window.name)}) order by name for update`
-    const storedOf = new Map(stored.map((row) => [row.name, row]))
-    for (const { window, bounds } of wanted) {
-      const row = storedOf.get(window.name)
-      if (!row) throw new Error(`rolling window ${window.name} is missing from window_bounds: run the migrations`)
-      if (!row.ready) await rebuild(tx, window, bounds)
-      else if (bounds.from > row.from) await move(tx, window, { from: row.from, until: row.until }, bounds)
-      else continue
-      await tx`update window_bounds set from_at = ${asTimestamp(bounds.from)}::text::timestamptz, until_at = ${asTimestamp(bounds.until)}::text::timestamptz, ready = true where name = ${window.name}`
-    }
+    const [row] = await tx<{ ready: boolean; from: number; until: number }[]>`
+      select ready, extract(epoch from from_at)::float8 * 1000 as from, extract(epoch from until_at)::float8 * 1000 as until
+      from window_bounds where name = ${window.name} for update`
+    if (!row) throw new Error(`rolling window ${window.name} is missing from window_bounds: run the migrations`)
+    if (!row.ready) await rebuild(tx, window, bounds)
+    else if (bounds.from > row.from) await move(tx, window, { from: row.from, until: row.until }, bounds)
+    else return
+    await tx`
+      update window_bounds set from_at = ${asTimestamp(bounds.from)}::text::timestamptz, until_at = ${asTimestamp(bounds.until)}::text::timestamptz, ready = true
+      where name = ${window.name}`
   })
-  for (const { window, bounds } of wanted) known.set(window.name, keyOf(bounds))
 }
 
 /** The tables behind each kind of window: totals, or references whose crossings of 0 are counted per group. */
