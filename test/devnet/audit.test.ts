@@ -49,10 +49,15 @@ it('reports ground truth equal to what the analytics and leaderboard serve', asy
 
 it('logs the mismatch when a served total is off by one, naming the code and the read path', async () => {
   const code = truth.attributions.find((row) => row.status === 'success' && row.kind === 'transaction')!.code
+  // each read path off by one in the table it reads: the code's daily totals, and the leaderboard's all-time window
   await database.db.$client`
     update code_daily_totals set success_count = success_count + 1
     where code = ${code} and chain_id = ${chain.chainId} and kind = 'transaction'
       and day = (select min(day) from code_daily_totals where code = ${code} and chain_id = ${chain.chainId} and kind = 'transaction')`
+  await database.db.$client`
+    update code_window_totals set transactions = transactions + 1
+    where window_name = 'all' and scope = ${chain.chainId} and code = ${code}
+      and registry = (select min(registry) from code_window_totals where window_name = 'all' and scope = ${chain.chainId} and code = ${code})`
   const lines = await auditLines()
   expect(lines.map((line) => line.msg)).toEqual(['devnet ground truth differs from the index'])
   expect(lines[0]!.mismatches!.some((mismatch) => mismatch.startsWith(`${code}: sent`) && mismatch.includes('analytics serves'))).toBe(true)
