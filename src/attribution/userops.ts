@@ -16,8 +16,9 @@ const bundleAbi = [
 ]
 
 /** The UserOperationEvent is identical in 0.6, 0.7 and 0.8. */
-const userOperationEventAbi = entryPoint07Abi.filter((item) => item.type === 'event' && item.name === 'UserOperationEvent')
-const USER_OPERATION_EVENT_TOPIC = toEventSelector(userOperationEventAbi[0]!)
+export const userOperationEventAbi = entryPoint07Abi.filter((item) => item.type === 'event' && item.name === 'UserOperationEvent')
+/** UserOperationEvent's topic: the same event in EntryPoint 0.6, 0.7 and 0.8; `userOpHash` is its first indexed topic. */
+export const USER_OPERATION_EVENT_TOPIC = toEventSelector(userOperationEventAbi[0]!)
 
 export type BundledUserOperation = {
   /** Position in the bundle, counting across aggregator groups in calldata order. */

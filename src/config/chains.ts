@@ -1,7 +1,6 @@
 import { entryPoint06Address, entryPoint07Address, entryPoint08Address } from 'viem/account-abstraction'
 import { getAddress, isAddress, type Address } from 'viem'
 import { z } from 'zod'
-import type { Env } from './env.js'
 import { ConfigError } from './errors.js'
 
 /** EntryPoint 0.6, 0.7 and 0.8: the versions whose bundles the indexer decodes. */
@@ -51,7 +50,18 @@ function parseChainsValue(raw: string, readFile: (path: string) => string): unkn
  * when it is absent, the single chain of `RPC_URL`/`CHAIN_ID`/`START_BLOCK`/
  * `CONFIRMATIONS`. No RPC at all means no configured chain (the devnet fills in).
  */
-export function chainsFromEnv(env: Env, readFile: (path: string) => string): ChainConfig[] {
+/** The variables chains are read from (a part of Env, named here so config/env can import this module and not the reverse). */
+export type ChainVariables = {
+  CHAINS?: string | undefined
+  RPC_URL?: string | undefined
+  WS_URL?: string | undefined
+  CHAIN_ID?: number | undefined
+  START_BLOCK: number
+  CONFIRMATIONS: number
+  POLL_INTERVAL_MS: number
+}
+
+export function chainsFromEnv(env: ChainVariables, readFile: (path: string) => string): ChainConfig[] {
   const defaults = {
     startBlock: env.START_BLOCK,
     confirmations: env.CONFIRMATIONS,

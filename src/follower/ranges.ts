@@ -40,15 +40,6 @@ export async function lastRange(sql: Sql, chainId: number): Promise<StoredRange 
   return row ? toRange(chainId, row) : undefined
 }
 
-/** Ranges ending at or below `toBlock`, newest first: the reorg walk steps through these. */
-export async function rangesBelow(sql: Sql, chainId: number, toBlock: number, limit: number): Promise<StoredRange[]> {
-  const rows = await sql<RangeRow[]>`
-    select from_block, to_block, parent_hash, to_hash, status, mismatch_at
-    from ranges where chain_id = ${chainId} and to_block <= ${toBlock}
-    order by from_block desc limit ${limit}`
-  return rows.map((row) => toRange(chainId, row))
-}
-
 export async function pendingRanges(sql: Sql, chainId: number, limit: number): Promise<StoredRange[]> {
   const rows = await sql<RangeRow[]>`
     select from_block, to_block, parent_hash, to_hash, status, mismatch_at
@@ -101,22 +92,6 @@ export async function flagMismatch(sql: Sql, job: RangeJob): Promise<void> {
   await sql`
     update ranges set mismatch_at = now()
     where chain_id = ${job.chainId} and from_block = ${job.fromBlock} and to_hash = ${job.toHash} and status = 'pending'`
-}
-
-/**
- * The exactly-once gate: flips the range to done only if it is still
- * pending on the same branch. Run inside the transaction that writes what
- * the range counted; false means another worker finished it or a reorg
- * replaced it, and the transaction must write nothing.
- */
-export async function markRangeDone(sql: Sql, job: RangeJob, counts: { txCount: number; attributionCount: number }): Promise<boolean> {
-  const rows = await sql`
-    update ranges
-    set status = 'done', tx_count = ${counts.txCount}, attribution_count = ${counts.attributionCount},
-        done_at = now(), mismatch_at = null
-    where chain_id = ${job.chainId} and from_block = ${job.fromBlock} and to_hash = ${job.toHash} and status = 'pending'
-    returning 1`
-  return rows.length === 1
 }
 
 /** Highest block below which every range is done: the contiguous checkpoint. */

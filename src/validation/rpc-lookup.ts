@@ -1,14 +1,10 @@
-import { decodeEventLog, getAbiItem, hexToNumber, numberToHex, toEventSelector, type Address, type Hex } from 'viem'
-import { entryPoint07Abi } from 'viem/account-abstraction'
+import { decodeEventLog, hexToNumber, numberToHex, type Address, type Hex } from 'viem'
 import { attributionsOf, detectCandidate, needsReceipt, type RawLog, type RawReceipt, type RawTransaction } from '../attribution/records.js'
-import { entryPointSet } from '../attribution/userops.js'
+import { entryPointSet, USER_OPERATION_EVENT_TOPIC, userOperationEventAbi } from '../attribution/userops.js'
 import { HashNotFoundError, isJsonRpcRefusal, RpcUnavailableError, toRpcFailure } from './errors.js'
 import type { ValidationChain } from './chains.js'
 import type { Finding, HashType } from './result.js'
 
-/** Same event, same topic, in EntryPoint 0.6, 0.7 and 0.8; `userOpHash` is its first indexed topic. */
-const userOperationEvent = getAbiItem({ abi: entryPoint07Abi, name: 'UserOperationEvent' })
-const USER_OPERATION_EVENT_TOPIC = toEventSelector(userOperationEvent)
 
 /** Nodes that refuse even a one-block log query are not usable for this at all. */
 const MIN_LOG_RANGE = 1
@@ -103,7 +99,7 @@ async function findUserOperationEvent({ chain, hash }: Lookup, window: number): 
 async function userOperationFinding(lookup: Lookup, window: number): Promise<Finding> {
   const { chain, hash } = lookup
   const log = await findUserOperationEvent(lookup, window)
-  const event = decodeEventLog({ abi: [userOperationEvent], topics: log.topics as [Hex, ...Hex[]], data: log.data })
+  const event = decodeEventLog({ abi: userOperationEventAbi, topics: log.topics as [Hex, ...Hex[]], data: log.data })
   const { tx, receipt, block } = await minedTransaction(chain, log.transactionHash!, 'bundle transaction').catch((error) => {
     // the node just served the log, so failing to serve its transaction is the node's fault
     throw error instanceof HashNotFoundError ? new RpcUnavailableError(chain.chainId, error) : error
