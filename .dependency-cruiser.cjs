@@ -1,7 +1,9 @@
 /**
  * Import rules for src/, checked by `npm test` (dependency-cruiser). They
- * state what holds today; issue 14 (one-way layers: config → rpc →
- * attribution → store → pipeline / follower → http) will add the rest.
+ * state what holds today on the way to issue 14's one-way layers (config →
+ * rpc → attribution → store → pipeline / follower → http); still to go: the
+ * transport free of the domain (rpc imports attribution), analytics'
+ * rolling windows into the store.
  */
 module.exports = {
   forbidden: [
@@ -19,6 +21,34 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/', pathNot: '^src/(bin|devnet)/' },
       to: { path: '^src/devnet/' },
+    },
+    {
+      name: 'store-below-its-users',
+      comment: 'the index store (ranges, blocks, attributions, totals, events) knows none of the stages that use it',
+      severity: 'error',
+      from: { path: '^src/store/' },
+      to: { path: '^src/(pipeline|follower|http|analytics|stream|metrics|validation|indexer-status|bin)/' },
+    },
+    {
+      name: 'pipeline-and-follower-apart',
+      comment: 'workers and the follower meet in the store and the queue, never in each other',
+      severity: 'error',
+      from: { path: '^src/pipeline/' },
+      to: { path: '^src/follower/' },
+    },
+    {
+      name: 'metrics-below-the-stages',
+      comment: 'metrics are called by the stages; they read shapes, not the stages themselves',
+      severity: 'error',
+      from: { path: '^src/metrics/' },
+      to: { path: '^src/(pipeline|follower)/' },
+    },
+    {
+      name: 'http-only-from-bin',
+      comment: 'the HTTP layer is on top: what it shares with the CLI lives in src/contract',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/(bin|http)/' },
+      to: { path: '^src/http/' },
     },
     {
       name: 'codec-depends-on-nothing',

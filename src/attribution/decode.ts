@@ -328,3 +328,8 @@ function decodeSuffix(input: string, size: number, start: number, schemaId: numb
   if (parsed.metadata) result.metadata = parsed.metadata
   return result
 }
+
+/** What the registry says of a code: registered (with its wallet), not yet, invalid by the rule, or in a custom registry. */
+export type CodeStatus = 'registered' | 'unregistered' | 'invalid' | 'custom'
+
+export type Resolution = { status: CodeStatus; wallet: Address | null; registry: CodeRegistry | null }

@@ -3,7 +3,7 @@ import { createPublicClient, webSocket, type Hex } from 'viem'
 import type { Database } from '../db/client.js'
 import type { Logger } from '../logger.js'
 import type { IndexerMetrics } from '../metrics/indexer.js'
-import { pruneAttributionEvents } from '../pipeline/commit.js'
+import { pruneAttributionEvents } from '../store/commit.js'
 import { enqueueRanges, rangeJobId, type RangeJob, type RangeQueue } from '../pipeline/queue.js'
 import type { RawHeader, Rpc } from '../rpc/client.js'
 import { assertLockHeld, tryAcquireChainLock, type ChainLock } from './lock.js'
@@ -16,9 +16,9 @@ import {
   insertRanges,
   lastRange,
   pendingRanges,
-} from './ranges.js'
+} from '../store/ranges.js'
 import { checkBranch, findCommonAncestor, rangeBoundaryAtOrBelow } from './reorg.js'
-import { rollbackAbove } from './rollback.js'
+import { rollbackAbove } from '../store/rollback.js'
 
 const ZERO_HASH = `0x${'0'.repeat(64)}` as Hex
 /** Range boundaries fetched per tick: bounds one tick's work while backfilling. */

@@ -1,7 +1,7 @@
 import type { Database } from '../db/client.js'
 import type { Logger } from '../logger.js'
 import type { Rpc } from '../rpc/client.js'
-import { rollbackAbove } from './rollback.js'
+import { rollbackAbove } from '../store/rollback.js'
 
 /** The node serves another chain than the one this database indexed under the same chain id. */
 export class ChainIdentityError extends Error {

@@ -1,7 +1,7 @@
 import type postgres from 'postgres'
 import type { Logger } from '../logger.js'
 import type { IndexerMetrics } from '../metrics/indexer.js'
-import { indexedThrough } from './ranges.js'
+import { indexedThrough } from '../store/ranges.js'
 
 const REPORT_INTERVAL_MS = 10_000
 

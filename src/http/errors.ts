@@ -2,24 +2,9 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod'
-import { z } from 'zod'
+import { errorBody } from '../contract/error-body.js'
 
-/**
- * The one error body every endpoint answers with:
- * `{ "success": false, "error": { "code", "message", "field"? } }`.
- */
-export const errorBodySchema = z
-  .object({
-    success: z.literal(false),
-    error: z.object({
-      code: z.string().describe('Stable machine-readable error code'),
-      message: z.string().describe('What went wrong, naming the field when one is at fault'),
-      field: z.string().optional().describe('The request field at fault, when there is one'),
-    }),
-  })
-  .meta({ id: 'Error' })
-
-export type ErrorBody = z.infer<typeof errorBodySchema>
+export { errorBody, errorBodySchema, type ErrorBody } from '../contract/error-body.js'
 
 /** An error that knows its HTTP status. Domain code throws these; the handler below renders them. */
 export class HttpError extends Error {
@@ -39,10 +24,6 @@ export const badRequest = (field: string, reason: string) =>
   new HttpError(400, 'invalid_request', `${field}: ${reason}`, field)
 export const notFound = (message: string) => new HttpError(404, 'not_found', message)
 export const serviceUnavailable = (message: string) => new HttpError(503, 'service_unavailable', message)
-
-export function errorBody(code: string, message: string, field?: string): ErrorBody {
-  return { success: false, error: field ? { code, message, field } : { code, message } }
-}
 
 /** Default error codes for statuses Fastify itself raises (bad JSON, too large, wrong media type …). */
 const codeByStatus: Record<number, string> = {

@@ -1,5 +1,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
-import type { FetchedRange } from '../pipeline/fetch.js'
+
+/** What a fetched range holds, as the counters read it (the pipeline's FetchedRange fits). */
+type IndexedRangeCounts = { blocks: readonly unknown[]; txCount: number; malformed: readonly unknown[]; attributions: ReadonlyArray<{ kind: string }> }
 
 /**
  * Process-local indexer metrics: what this process's follower and workers
@@ -32,7 +34,7 @@ export function createIndexerMetrics(registry: Registry) {
   const pending = new Gauge({ name: 'indexer_follower_pending_ranges', help: 'Ranges waiting to be indexed', labelNames: ['chain_id'], registers: [registry] })
 
   return {
-    rangeIndexed(chainId: number, fetched: FetchedRange, rowsInserted: number) {
+    rangeIndexed(chainId: number, fetched: IndexedRangeCounts, rowsInserted: number) {
       rangesProcessed.inc(label(chainId))
       blocks.inc(label(chainId), fetched.blocks.length)
       transactions.inc(label(chainId), fetched.txCount)

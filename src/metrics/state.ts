@@ -1,6 +1,9 @@
 import { Gauge, type Registry } from 'prom-client'
+import type { Queue } from 'bullmq'
 import type { Database } from '../db/client.js'
-import type { RangeQueue } from '../pipeline/queue.js'
+
+/** The range queue, as the gauges read it (a BullMQ Queue fits). */
+type JobCounter = Pick<Queue, 'getJobCounts'>
 
 type ChainState = { chainId: string; head: number; indexed: number | undefined }
 
@@ -9,7 +12,7 @@ type ChainState = { chainId: string; head: number; indexed: number | undefined }
  * contiguous indexed block, lag per chain) and Redis (queue depths), so the
  * numbers are the same whichever process is scraped.
  */
-export function registerStateMetrics(registry: Registry, { db, queue, stuckAfter = 5 }: { db: Database; queue?: RangeQueue; stuckAfter?: number }) {
+export function registerStateMetrics(registry: Registry, { db, queue, stuckAfter = 5 }: { db: Database; queue?: JobCounter; stuckAfter?: number }) {
   // one query per scrape, shared by the three gauges
   let pending: { at: number; rows: Promise<ChainState[]> } | undefined
   function readState(): Promise<ChainState[]> {

@@ -1,15 +1,14 @@
-import type { Hex } from 'viem'
 import {
   attributionsOf,
   detectCandidate,
   malformedOf,
   needsReceipt,
   type AttributionRecord,
-  type BlockContext,
   type Candidate,
   type MalformedRecord,
 } from '../attribution/records.js'
 import type { Rpc, ScannedBlock } from '../rpc/client.js'
+import type { IndexedBlock } from '../store/commit.js'
 import type { RangeJob } from './queue.js'
 
 /** The node served blocks of another branch than the one the range was cut from. */
@@ -20,7 +19,6 @@ export class BranchMismatchError extends Error {
   }
 }
 
-export type IndexedBlock = BlockContext & { parentHash: Hex; txCount: number }
 
 export type FetchedRange = {
   blocks: IndexedBlock[]

@@ -1,21 +1,8 @@
+import type { RangeJob } from '../store/ranges.js'
 import { Queue, type JobsOptions } from 'bullmq'
-import type { Hex } from 'viem'
 import type { Redis } from '../redis/client.js'
 
 export const RANGE_QUEUE = 'ranges'
-
-/**
- * A range job: contiguous blocks pinned to one branch by the parent hash of
- * the first block and the hash of the last. Never single transactions — one
- * job per transaction could not keep up with BullMQ's per-job overhead.
- */
-export type RangeJob = {
-  chainId: number
-  fromBlock: number
-  toBlock: number
-  parentHash: Hex
-  toHash: Hex
-}
 
 /**
  * Deterministic job id: the same range of the same branch is the same job,
@@ -60,3 +47,5 @@ export async function enqueueRanges(queue: RangeQueue, jobs: readonly RangeJob[]
   if (jobs.length === 0) return
   await queue.addBulk(jobs.map((data) => ({ name: 'range', data, opts: { jobId: rangeJobId(data) } })))
 }
+
+export type { RangeJob }

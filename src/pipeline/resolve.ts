@@ -1,10 +1,7 @@
 import type { Address } from 'viem'
 import type { AttributedCode, Attributed, CodeRegistry } from '../attribution/decode.js'
 import type { Registry } from '../registry/register.js'
-
-export type CodeStatus = 'registered' | 'unregistered' | 'invalid' | 'custom'
-
-export type Resolution = { status: CodeStatus; wallet: Address | null; registry: CodeRegistry | null }
+import type { CodeStatus, Resolution } from '../attribution/decode.js'
 
 export type ResolverOptions = {
   /** Remembers registered codes itself (a code never changes owner). */
@@ -63,3 +60,5 @@ export function createCodeResolver({ registry, negativeTtlMs = 15_000, maxEntrie
 }
 
 export type CodeResolver = ReturnType<typeof createCodeResolver>
+
+export type { CodeStatus, Resolution }

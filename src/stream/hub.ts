@@ -1,6 +1,6 @@
 import type { Sql } from '../db/client.js'
 import type { Logger } from '../logger.js'
-import { ATTRIBUTION_EVENTS_CHANNEL } from '../pipeline/commit.js'
+import { ATTRIBUTION_EVENTS_CHANNEL } from '../store/commit.js'
 
 /** One row of `attribution_events` as the stream sends it. */
 export type AttributionEvent = {

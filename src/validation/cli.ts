@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util'
 import type { Config } from '../config/env.js'
 import { closeDatabase, createDatabase } from '../db/client.js'
-import { errorBody, type ErrorBody } from '../http/errors.js'
+import { errorBody, type ErrorBody } from '../contract/error-body.js'
 import { createRegistry } from '../registry/register.js'
 import { ChainSelectionError, HashNotFoundError, RpcTimeoutError, RpcUnavailableError } from './errors.js'
 import { describeRequestProblem, validationRequestSchema } from './request.js'

@@ -1,6 +1,6 @@
 import type { Hex } from 'viem'
 import { z } from 'zod'
-import { hashSchema } from '../http/schemas.js'
+import { hashSchema } from '../contract/schemas.js'
 import { HASH_TYPES, type HashType } from './result.js'
 
 export type ValidationRequest = { type: HashType; hash: Hex; chainId?: number }

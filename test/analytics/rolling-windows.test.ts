@@ -3,7 +3,7 @@ import { readCodeStats } from '../../src/analytics/code-stats.js'
 import { readLeaderboard } from '../../src/analytics/leaderboard.js'
 import { readSummary } from '../../src/analytics/summary.js'
 import { addDays, DAY_MS, dayOf, firstDayOf, firstHourOf24h, HOUR_MS, resolveDayWindow } from '../../src/analytics/window.js'
-import { rollbackAbove } from '../../src/follower/rollback.js'
+import { rollbackAbove } from '../../src/store/rollback.js'
 import { cutAndCommit, senderAddress, type TestAttribution } from '../support/ranges.js'
 import { createTestDatabase, type TestDatabase } from '../support/services.js'
 

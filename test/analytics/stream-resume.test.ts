@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLogger } from '../../src/logger.js'
-import { pruneAttributionEvents } from '../../src/pipeline/commit.js'
+import { pruneAttributionEvents } from '../../src/store/commit.js'
 import { createStreamHub, MAX_REPLAY, type AttributionEvent, type StreamHub } from '../../src/stream/hub.js'
 import { cutAndCommit, senderAddress } from '../support/ranges.js'
 import { createTestDatabase, type TestDatabase } from '../support/services.js'

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import { rollbackAbove } from '../../src/follower/rollback.js'
+import { rollbackAbove } from '../../src/store/rollback.js'
 import { request, startTestApi, type TestApi } from '../support/api.js'
 import { cutAndCommit, senderAddress } from '../support/ranges.js'
 import { createTestDatabase, type TestDatabase } from '../support/services.js'

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { totalsByCode, type GroundTruth } from '../../src/devnet/ledger.js'
-import { stuckRanges } from '../../src/follower/ranges.js'
+import { stuckRanges } from '../../src/store/ranges.js'
 import { startTestApi } from '../support/api.js'
 import { startTestChain, sendMixedTraffic, type TestChain } from '../support/chain.js'
 import { indexerEnv, malformedFromIndex, malformedFromTruth, rowsFromIndex, rowsFromTruth, startTestIndexer, totalsFromIndex, waitForIndexed } from '../support/indexer.js'

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { ChainConfig } from '../../src/config/chains.js'
 import { loadConfig, type Config } from '../../src/config/env.js'
 import type { Database } from '../../src/db/client.js'
-import { indexedThrough } from '../../src/follower/ranges.js'
+import { indexedThrough } from '../../src/store/ranges.js'
 import { startIndexer, type IndexerRoles, type RunningIndexer } from '../../src/bin/indexer.js'
 import { createLogger } from '../../src/logger.js'
 

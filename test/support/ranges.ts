@@ -1,7 +1,7 @@
 import type { Address, Hex } from 'viem'
 import type { Attributed } from '../../src/attribution/decode.js'
 import type { Database } from '../../src/db/client.js'
-import { commitRange, type AttributionRow, type CommitOutcome } from '../../src/pipeline/commit.js'
+import { commitRange, type AttributionRow, type CommitOutcome } from '../../src/store/commit.js'
 import type { RangeJob } from '../../src/pipeline/queue.js'
 
 /** A 32-byte hash spelled from a label, so rows and ranges are easy to tell apart in a failing test. */

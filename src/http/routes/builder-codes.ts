@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import type { Registry } from '../../registry/register.js'
 import { errorBodySchema, notFound } from '../errors.js'
-import { walletAddressSchema } from '../schemas.js'
+import { walletAddressSchema } from '../../contract/schemas.js'
 
 const builderCodeSchema = z
   .object({

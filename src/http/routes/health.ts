@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { pingDatabase, type Database } from '../../db/client.js'
-import { stuckRanges } from '../../follower/ranges.js'
+import { stuckRanges } from '../../store/ranges.js'
 import { pingRedis, type Redis } from '../../redis/client.js'
 
 const stuckRangeSchema = z.object({

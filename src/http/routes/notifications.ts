@@ -35,7 +35,7 @@ import {
 import { checkVisibleLength, textLengthMessage } from '../../notifications/text-length.js'
 import { normalizeIP } from '@fastify/rate-limit'
 import { errorBodySchema, errorHandler, HttpError } from '../errors.js'
-import { checksumAddresses, walletAddressFormatSchema, walletAddressSchema } from '../schemas.js'
+import { checksumAddresses, walletAddressFormatSchema, walletAddressSchema } from '../../contract/schemas.js'
 
 // ---------------------------------------------------------------------------
 // Schemas shared by the notification, admin and platform route groups

@@ -6,7 +6,7 @@ import { createCursorCodec } from '../../notifications/cursor.js'
 import { createInbox } from '../../notifications/inbox.js'
 import { createPins } from '../../notifications/pins.js'
 import { errorBodySchema } from '../errors.js'
-import { walletAddressSchema } from '../schemas.js'
+import { walletAddressSchema } from '../../contract/schemas.js'
 import { requireBearerToken } from './admin.js'
 import { appUrlSchema, notificationErrorHandler, pageLimitSchema } from './notifications.js'
 

@@ -1,6 +1,5 @@
 import type { Hex } from 'viem'
 import type postgres from 'postgres'
-import type { RangeJob } from '../pipeline/queue.js'
 
 /**
  * The `ranges` table: the follower's plan of what to index and the
@@ -8,6 +7,19 @@ import type { RangeJob } from '../pipeline/queue.js'
  * handle (pool, reserved connection or transaction).
  */
 type Sql = postgres.Sql | postgres.TransactionSql | postgres.ReservedSql
+
+/**
+ * A range job: contiguous blocks pinned to one branch by the parent hash of
+ * the first block and the hash of the last. Never single transactions — one
+ * job per transaction could not keep up with BullMQ's per-job overhead.
+ */
+export type RangeJob = {
+  chainId: number
+  fromBlock: number
+  toBlock: number
+  parentHash: Hex
+  toHash: Hex
+}
 
 export type StoredRange = RangeJob & { status: 'pending' | 'done'; mismatch: boolean }
 

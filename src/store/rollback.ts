@@ -1,5 +1,5 @@
 import type postgres from 'postgres'
-import { removeAttributionsAbove } from '../pipeline/commit.js'
+import { removeAttributionsAbove } from './commit.js'
 
 export type RollbackResult = { ranges: number; attributions: number; malformed: number }
 

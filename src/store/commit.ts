@@ -1,9 +1,13 @@
 import type postgres from 'postgres'
 import type { AttributionRecord, MalformedRecord } from '../attribution/records.js'
 import type { Database } from '../db/client.js'
-import type { IndexedBlock } from './fetch.js'
-import type { RangeJob } from './queue.js'
-import type { Resolution } from './resolve.js'
+import type { Hex } from 'viem'
+import type { BlockContext } from '../attribution/records.js'
+import type { Resolution } from '../attribution/decode.js'
+import type { RangeJob } from './ranges.js'
+
+/** A block of a range as stored: the recent chain the reorg check walks. */
+export type IndexedBlock = BlockContext & { parentHash: Hex; txCount: number }
 
 /** One attribution row: a record and one of its codes, resolved against the registry. */
 export type AttributionRow = { record: AttributionRecord; code: string; resolution: Resolution }
