@@ -32,6 +32,7 @@ COPY --from=production-deps --chown=node:node /app/node_modules ./node_modules
 COPY --chown=node:node package.json package-lock.json tsconfig.json ./
 COPY --chown=node:node bin ./bin
 COPY --chown=node:node src ./src
+COPY --chown=node:node devnet ./devnet
 COPY --chown=node:node drizzle ./drizzle
 # the image's own unprivileged user (uid 1000)
 USER node

@@ -13,7 +13,7 @@
  * the traffic's ground truth at the end.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
-import { totalsByCode } from '../src/devnet/ledger.js'
+import { totalsByCode } from '../devnet/ledger.js'
 import { sendMixedTraffic, startTestChain } from '../test/support/chain.js'
 import { createBenchDatabase, createProgressReader, deleteRedisPrefix, startIndexerProcess, uniqueName } from './lib/indexer.js'
 

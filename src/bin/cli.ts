@@ -7,7 +7,7 @@ import { createLogger } from '../logger.js'
 import { runRoles, type Role } from './roles.js'
 import { runAdminCommand } from './admin.js'
 import { runValidateCommand } from '../validation/cli.js'
-import { AnvilStartError, DEVNET_CHAIN_ID } from '../devnet/anvil.js'
+import { AnvilStartError, DEVNET_CHAIN_ID } from '../../devnet/anvil.js'
 import { ChainIdentityError } from '../follower/identity.js'
 import { dependenciesOf, StartupError, STARTUP_EXIT_CODE, waitForDependencies } from './startup.js'
 

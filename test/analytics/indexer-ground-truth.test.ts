@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { dayOf } from '../../src/analytics/window.js'
 import { isValidCode } from '../../src/attribution/codes.js'
-import { totalsByCode, type GroundTruth } from '../../src/devnet/ledger.js'
+import { totalsByCode, type GroundTruth } from '../../devnet/ledger.js'
 import { request, startTestApi, type TestApi } from '../support/api.js'
 import { sendMixedTraffic, startTestChain, type TestChain } from '../support/chain.js'
 import { indexerEnv, startTestIndexer, waitForIndexed } from '../support/indexer.js'

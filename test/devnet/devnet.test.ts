@@ -6,8 +6,8 @@ import { pino } from 'pino'
 import { entryPoint06Address, entryPoint07Address, entryPoint08Address } from 'viem/account-abstraction'
 import { describe, expect, it } from 'vitest'
 import { decodeAttribution } from '../../src/attribution/decode.js'
-import { startAnvil } from '../../src/devnet/anvil.js'
-import { startDevnet } from '../../src/devnet/index.js'
+import { startAnvil } from '../../devnet/anvil.js'
+import { startDevnet } from '../../devnet/index.js'
 
 function isAlive(pid: number): boolean {
   try {

@@ -2,9 +2,9 @@ import { decodeFunctionData, type Hex, type TransactionReceipt } from 'viem'
 import { entryPoint06Abi, entryPoint07Abi } from 'viem/account-abstraction'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { decodeAttribution } from '../../src/attribution/decode.js'
-import { entryPointVersions } from '../../src/devnet/contracts.js'
-import { totalsByCode, type ExpectedAttribution, type GroundTruth } from '../../src/devnet/traffic.js'
-import { userOperationOutcomes } from '../../src/devnet/userops.js'
+import { entryPointVersions } from '../../devnet/contracts.js'
+import { totalsByCode, type ExpectedAttribution, type GroundTruth } from '../../devnet/traffic.js'
+import { userOperationOutcomes } from '../../devnet/userops.js'
 import { sendMixedTraffic, startTestChain, type TestChain } from '../support/chain.js'
 
 /**

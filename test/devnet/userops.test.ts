@@ -3,8 +3,8 @@ import { parseEventLogs, type Address } from 'viem'
 import { entryPoint07Abi, getUserOperationHash } from 'viem/account-abstraction'
 import { entryPoint06Address, entryPoint07Address, entryPoint08Address } from 'viem/account-abstraction'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { deployContracts, entryPointVersions, simpleAccountFactoryAbi } from '../../src/devnet/contracts.js'
-import { createSmartAccounts, sendBundle, signUserOperation, userOperationOutcomes } from '../../src/devnet/userops.js'
+import { deployContracts, entryPointVersions, simpleAccountFactoryAbi } from '../../devnet/contracts.js'
+import { createSmartAccounts, sendBundle, signUserOperation, userOperationOutcomes } from '../../devnet/userops.js'
 import { startTestChain, type TestChain } from '../support/chain.js'
 
 const canonical = { '0.6': entryPoint06Address, '0.7': entryPoint07Address, '0.8': entryPoint08Address }

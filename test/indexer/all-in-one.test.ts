@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { totalsByCode, type GroundTruth } from '../../src/devnet/ledger.js'
+import { totalsByCode, type GroundTruth } from '../../devnet/ledger.js'
 import { loadConfig } from '../../src/config/env.js'
 import { createLogger } from '../../src/logger.js'
 import { runRoles, type Running } from '../../src/bin/roles.js'

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { totalsByCode, type GroundTruth } from '../../src/devnet/ledger.js'
+import { totalsByCode, type GroundTruth } from '../../devnet/ledger.js'
 import { indexedThrough } from '../../src/store/ranges.js'
 import { startTestChain, sendMixedTraffic, type TestChain } from '../support/chain.js'
 import {

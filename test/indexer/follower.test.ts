@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { appendTruth, emptyTruth, totalsByCode, type GroundTruth } from '../../src/devnet/ledger.js'
+import { appendTruth, emptyTruth, totalsByCode, type GroundTruth } from '../../devnet/ledger.js'
 import { countPending } from '../../src/store/ranges.js'
 import { startTestChain, sendMixedTraffic, type TestChain } from '../support/chain.js'
 import { indexerEnv, startTestIndexer, totalsFromIndex, waitForIndexed } from '../support/indexer.js'

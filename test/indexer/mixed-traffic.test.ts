@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { totalsByCode, type GroundTruth } from '../../src/devnet/ledger.js'
+import { totalsByCode, type GroundTruth } from '../../devnet/ledger.js'
 import { createRegistry } from '../../src/registry/register.js'
 import { startTestChain, sendMixedTraffic, type TestChain } from '../support/chain.js'
 import { indexThrough, malformedFromIndex, malformedFromTruth, rowsFromIndex, rowsFromTruth, totalsFromIndex } from '../support/indexer.js'

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { appendTruth, emptyTruth, totalsByCode } from '../../src/devnet/ledger.js'
+import { appendTruth, emptyTruth, totalsByCode } from '../../devnet/ledger.js'
 import { startTestChain, sendMixedTraffic, type TestChain } from '../support/chain.js'
 import {
   indexerEnv,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { totalsByCode, type GroundTruth } from '../../src/devnet/ledger.js'
+import { totalsByCode, type GroundTruth } from '../../devnet/ledger.js'
 import { startTestChain, sendMixedTraffic, type TestChain } from '../support/chain.js'
 import {
   indexerEnv,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { totalsByCode, type GroundTruth } from '../../src/devnet/ledger.js'
+import { totalsByCode, type GroundTruth } from '../../devnet/ledger.js'
 import { stuckRanges } from '../../src/store/ranges.js'
 import { startTestApi } from '../support/api.js'
 import { startTestChain, sendMixedTraffic, type TestChain } from '../support/chain.js'

@@ -1,8 +1,8 @@
 import { Attribution } from 'ox/erc8021'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { calldataGas } from '../../src/attribution/gas.js'
-import { startAnvil, type Anvil } from '../../src/devnet/anvil.js'
-import { createDevnetClient } from '../../src/devnet/client.js'
+import { startAnvil, type Anvil } from '../../devnet/anvil.js'
+import { createDevnetClient } from '../../devnet/client.js'
 import { anvilChain, indexThrough, totalsFromIndex } from '../support/indexer.js'
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from '../support/services.js'
 

@@ -1,11 +1,11 @@
 import type { Hex } from 'viem'
 import type { ChainConfig } from '../../src/config/chains.js'
-import { startAnvil, type Anvil } from '../../src/devnet/anvil.js'
-import { createDevnetClient, type DevnetClient } from '../../src/devnet/client.js'
-import { deployContracts, entryPointVersions, type DevnetContracts } from '../../src/devnet/contracts.js'
-import type { GroundTruth } from '../../src/devnet/ledger.js'
-import { createDevnetWallets, type DevnetWallets } from '../../src/devnet/send.js'
-import { createTrafficGenerator, type TrafficGenerator } from '../../src/devnet/traffic.js'
+import { startAnvil, type Anvil } from '../../devnet/anvil.js'
+import { createDevnetClient, type DevnetClient } from '../../devnet/client.js'
+import { deployContracts, entryPointVersions, type DevnetContracts } from '../../devnet/contracts.js'
+import type { GroundTruth } from '../../devnet/ledger.js'
+import { createDevnetWallets, type DevnetWallets } from '../../devnet/send.js'
+import { createTrafficGenerator, type TrafficGenerator } from '../../devnet/traffic.js'
 
 export type TestChain = {
   anvil: Anvil

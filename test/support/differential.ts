@@ -2,7 +2,7 @@ import { Attribution } from 'ox/erc8021'
 import { decodeAttribution, type DecodeResult } from '../../src/attribution/decode.js'
 import { MARKER_HEX } from '../../src/attribution/marker.js'
 import { isCandidateTransaction, scanBlockBatch, ScanFailed, type ScannedBlock } from '../../src/rpc/block-scan.js'
-import type { Random } from '../../src/devnet/suffixes.js'
+import type { Random } from '../../devnet/suffixes.js'
 
 /**
  * Differential oracles (issue 11): the codec against ox/erc8021, the block

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import type { ChainConfig } from '../../src/config/chains.js'
-import { startOrphanGuard } from '../../src/devnet/orphan-guard.js'
+import { startOrphanGuard } from '../../devnet/orphan-guard.js'
 
 const cliPath = fileURLToPath(new URL('../../bin/attribution.mjs', import.meta.url))
 

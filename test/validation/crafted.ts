@@ -1,7 +1,7 @@
 import { Attribution } from 'ox/erc8021'
 import type { Address, Hex } from 'viem'
-import { sendDevnetTransaction, transferGas } from '../../src/devnet/send.js'
-import { sendBundle, signUserOperation, type SignedUserOperation } from '../../src/devnet/userops.js'
+import { sendDevnetTransaction, transferGas } from '../../devnet/send.js'
+import { sendBundle, signUserOperation, type SignedUserOperation } from '../../devnet/userops.js'
 import type { TestChain } from '../support/chain.js'
 
 export const CUSTOM_REGISTRY: Address = '0x000000000000000000000000000000000000C0De'

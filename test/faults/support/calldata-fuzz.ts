@@ -6,7 +6,7 @@ import { calldataGas } from '../../../src/attribution/gas.js'
 import { MARKER_HEX } from '../../../src/attribution/marker.js'
 import { detectCandidate, type RawTransaction } from '../../../src/attribution/records.js'
 import { entryPointSet } from '../../../src/attribution/userops.js'
-import { createRandom, type Random } from '../../../src/devnet/suffixes.js'
+import { createRandom, type Random } from '../../../devnet/suffixes.js'
 
 /**
  * Hostile calldata for the codec: valid ERC-8021 suffixes built with the

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
-import type { Random } from '../../../src/devnet/suffixes.js'
+import type { Random } from '../../../devnet/suffixes.js'
 
 /**
  * A JSON-RPC proxy in front of anvil that behaves like a bad provider:

@@ -1,6 +1,6 @@
 import { createPublicClient, http } from 'viem'
 import type { Database } from '../../../src/db/client.js'
-import { totalsByCode, type CodeTotals, type GroundTruth } from '../../../src/devnet/ledger.js'
+import { totalsByCode, type CodeTotals, type GroundTruth } from '../../../devnet/ledger.js'
 import {
   malformedFromIndex,
   malformedFromTruth,

@@ -1,6 +1,6 @@
 import { concat, encodeAbiParameters, getAddress, keccak256, stringToHex, type Address, type Hex, type TransactionReceipt } from 'viem'
-import type { Logger } from '../logger.js'
-import { deriveBuilderCode } from '../registry/derive.js'
+import type { Logger } from '../src/logger.js'
+import { deriveBuilderCode } from '../src/registry/derive.js'
 import type { DevnetClient } from './client.js'
 import type { DevnetContracts, EntryPointVersion } from './contracts.js'
 import { appendTruth, copyTruth, createTruthSummary, emptyTruth, type ExpectedAttribution, type GroundTruth } from './ledger.js'

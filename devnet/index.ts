@@ -1,6 +1,6 @@
 import type { Address } from 'viem'
-import type { ChainConfig } from '../config/chains.js'
-import type { Logger } from '../logger.js'
+import type { ChainConfig } from '../src/config/chains.js'
+import type { Logger } from '../src/logger.js'
 import { startAnvil, type Anvil } from './anvil.js'
 import { createDevnetClient, type DevnetClient } from './client.js'
 import { deployContracts, entryPointVersions, type DevnetContracts } from './contracts.js'

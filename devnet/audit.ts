@@ -1,10 +1,10 @@
-import { createAnalytics } from '../analytics/analytics.js'
-import { MAX_LEADERBOARD_LIMIT } from '../analytics/leaderboard.js'
-import { addDays, dayOf, MAX_WINDOW_DAYS } from '../analytics/window.js'
-import type { Database } from '../db/client.js'
-import { indexedThrough } from '../store/ranges.js'
-import type { Logger } from '../logger.js'
-import { createRegistry } from '../registry/register.js'
+import { createAnalytics } from '../src/analytics/analytics.js'
+import { MAX_LEADERBOARD_LIMIT } from '../src/analytics/leaderboard.js'
+import { addDays, dayOf, MAX_WINDOW_DAYS } from '../src/analytics/window.js'
+import type { Database } from '../src/db/client.js'
+import { indexedThrough } from '../src/store/ranges.js'
+import type { Logger } from '../src/logger.js'
+import { createRegistry } from '../src/registry/register.js'
 import { totalsByCode, type CodeTotals, type GroundTruth } from './ledger.js'
 
 const AUDIT_INTERVAL_MS = 30_000
