@@ -40,16 +40,9 @@ export type LeaderboardQuery = {
   now?: Date
 }
 
-type RankedRow = {
-  code: string
-  registry: string
-  total: number
-  transactions: number
-  userOperations: number
-  reverted: number
+/** A row of the leaderboard's statement: the entry's own columns, and the window's grand total for its share. */
+type RankedRow = Pick<LeaderboardEntry, 'code' | 'registry' | 'total' | 'transactions' | 'userOperations' | 'reverted' | 'previousTotal' | 'walletAddress'> & {
   grand: number
-  previousTotal: number | null
-  walletAddress: string | null
 }
 
 /** The rows of one window the query asks for, in the table named `alias`. */
