@@ -1,6 +1,7 @@
 import { Gauge, type Registry } from 'prom-client'
 import type { Queue } from 'bullmq'
 import type { Database } from '../db/client.js'
+import { chainsProgress, stuckRangeCounts } from '../store/ranges.js'
 
 /** The range queue, as the gauges read it (a BullMQ Queue fits). */
 type JobCounter = Pick<Queue, 'getJobCounts'>
@@ -17,15 +18,7 @@ export function registerStateMetrics(registry: Registry, { db, queue, stuckAfter
   let pending: { at: number; rows: Promise<ChainState[]> } | undefined
   function readState(): Promise<ChainState[]> {
     if (!pending || Date.now() - pending.at > 500) {
-      const rows = db.$client<{ chain_id: number; head_block: string; through: string | null }[]>`
-        select s.chain_id, s.head_block,
-          coalesce(
-            (select min(from_block) - 1 from ranges r where r.chain_id = s.chain_id and r.status = 'pending'),
-            (select max(to_block) from ranges r where r.chain_id = s.chain_id)
-          ) as through
-        from chain_state s`.then((result) =>
-        result.map((row) => ({ chainId: String(row.chain_id), head: Number(row.head_block), indexed: row.through === null ? undefined : Number(row.through) })),
-      )
+      const rows = chainsProgress(db.$client).then((chains) => chains.map((chain) => ({ ...chain, chainId: String(chain.chainId) })))
       pending = { at: Date.now(), rows }
     }
     return pending.rows
@@ -57,9 +50,7 @@ export function registerStateMetrics(registry: Registry, { db, queue, stuckAfter
     registers: [registry],
     async collect() {
       this.reset()
-      const rows = await db.$client<{ chain_id: number; n: number }[]>`
-        select chain_id, count(*)::int as n from ranges where status = 'pending' and attempts >= ${stuckAfter} group by chain_id`
-      for (const row of rows) this.set({ chain_id: String(row.chain_id) }, row.n)
+      for (const row of await stuckRangeCounts(db.$client, stuckAfter)) this.set({ chain_id: String(row.chainId) }, row.stuck)
     },
   })
   if (queue) {

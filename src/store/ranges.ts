@@ -108,12 +108,30 @@ export async function flagMismatch(sql: Sql, job: RangeJob): Promise<void> {
 
 /** Highest block below which every range is done: the contiguous checkpoint. */
 export async function indexedThrough(sql: Sql, chainId: number): Promise<number | undefined> {
-  const [row] = await sql<{ through: string | null }[]>`
-    select coalesce(
-      (select min(from_block) - 1 from ranges where chain_id = ${chainId} and status = 'pending'),
-      (select max(to_block) from ranges where chain_id = ${chainId})
-    ) as through`
+  const [row] = await sql<{ through: string | null }[]>`select ${checkpointOf(sql, sql`${chainId}::int`)} as through`
   return row?.through == null ? undefined : Number(row.through)
+}
+
+/** The checkpoint of the chain `chainId` (an SQL expression): below the first pending range, or the last range's end. */
+function checkpointOf(sql: Sql, chainId: ReturnType<Sql>) {
+  return sql`coalesce(
+    (select min(from_block) - 1 from ranges r where r.chain_id = ${chainId} and r.status = 'pending'),
+    (select max(to_block) from ranges r where r.chain_id = ${chainId})
+  )`
+}
+
+/** Every chain's last seen head and checkpoint, in one query (the metrics read this per scrape). */
+export async function chainsProgress(sql: Sql): Promise<Array<{ chainId: number; head: number; indexed: number | undefined }>> {
+  const rows = await sql<{ chain_id: number; head_block: string; through: string | null }[]>`
+    select s.chain_id, s.head_block, ${checkpointOf(sql, sql`s.chain_id`)} as through from chain_state s`
+  return rows.map((row) => ({ chainId: row.chain_id, head: Number(row.head_block), indexed: row.through === null ? undefined : Number(row.through) }))
+}
+
+/** Pending ranges that failed `stuckAfter` times or more, per chain. */
+export async function stuckRangeCounts(sql: Sql, stuckAfter: number): Promise<Array<{ chainId: number; stuck: number }>> {
+  const rows = await sql<{ chain_id: number; n: number }[]>`
+    select chain_id, count(*)::int as n from ranges where status = 'pending' and attempts >= ${stuckAfter} group by chain_id`
+  return rows.map((row) => ({ chainId: row.chain_id, stuck: row.n }))
 }
 
 /**
