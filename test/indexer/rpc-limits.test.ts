@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { totalsByCode, type GroundTruth } from '../../devnet/ledger.js'
-import { stuckRanges } from '../../src/store/ranges.js'
+import { stuckRangeCounts, stuckRanges } from '../../src/store/ranges.js'
 import { startTestApi } from '../support/api.js'
 import { startTestChain, sendMixedTraffic, type TestChain } from '../support/chain.js'
 import { indexerEnv, malformedFromIndex, malformedFromTruth, rowsFromIndex, rowsFromTruth, startTestIndexer, totalsFromIndex, waitForIndexed } from '../support/indexer.js'
@@ -141,6 +141,8 @@ it('reports a range that keeps failing as stuck (gauge source, /readyz) while la
     expect(ready.stuck_ranges[0]).toMatchObject({ chain_id: chain.chainId, from_block: 20, to_block: 24 })
     expect(ready.stuck_ranges[0]!.attempts).toBeGreaterThanOrEqual(2)
     expect(String(ready.stuck_ranges[0]!.last_error)).toContain('HTTP 500')
+    // what the indexer_stuck_ranges gauge reads
+    expect(await stuckRangeCounts(database.db.$client, 2)).toEqual([{ chainId: chain.chainId, stuck: 1 }])
     // the follower keeps cutting and the workers keep indexing past the stuck range
     const later = Math.ceil((head + 1 - 25) / 5)
     for (const deadlineDone = Date.now() + 60_000; ; ) {
