@@ -9,7 +9,7 @@ import {
 } from '../attribution/records.js'
 import type { Rpc, ScannedBlock } from '../rpc/client.js'
 import type { IndexedBlock } from '../store/commit.js'
-import type { RangeJob } from './queue.js'
+import type { RangeJob } from '../store/ranges.js'
 
 /** The node served blocks of another branch than the one the range was cut from. */
 export class BranchMismatchError extends Error {

@@ -47,5 +47,3 @@ export async function enqueueRanges(queue: RangeQueue, jobs: readonly RangeJob[]
   if (jobs.length === 0) return
   await queue.addBulk(jobs.map((data) => ({ name: 'range', data, opts: { jobId: rangeJobId(data) } })))
 }
-
-export type { RangeJob }

@@ -1,7 +1,6 @@
 import type { Address } from 'viem'
-import type { AttributedCode, Attributed, CodeRegistry } from '../attribution/decode.js'
+import type { AttributedCode, Attributed, CodeRegistry, Resolution } from '../attribution/decode.js'
 import type { Registry } from '../registry/register.js'
-import type { CodeStatus, Resolution } from '../attribution/decode.js'
 
 export type ResolverOptions = {
   /** Remembers registered codes itself (a code never changes owner). */
@@ -60,5 +59,3 @@ export function createCodeResolver({ registry, negativeTtlMs = 15_000, maxEntrie
 }
 
 export type CodeResolver = ReturnType<typeof createCodeResolver>
-
-export type { CodeStatus, Resolution }

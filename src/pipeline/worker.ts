@@ -8,7 +8,8 @@ import type { Redis } from '../redis/client.js'
 import type { Rpc } from '../rpc/client.js'
 import { commitRange, type AttributionRow } from '../store/commit.js'
 import { BranchMismatchError, fetchRange, type FetchedRange } from './fetch.js'
-import { RANGE_QUEUE, rangeRetryDelay, type RangeJob } from './queue.js'
+import type { RangeJob } from '../store/ranges.js'
+import { RANGE_QUEUE, rangeRetryDelay } from './queue.js'
 import type { CodeResolver } from './resolve.js'
 
 export type WorkerChain = { chainId: number; rpc: Rpc; entryPoints: ReadonlySet<string> }

@@ -6,7 +6,7 @@ import { builderCodes } from '../../src/db/schema/index.js'
 import { rollbackAbove } from '../../src/store/rollback.js'
 import { readIndexerStatus } from '../../src/indexer-status/status.js'
 import { commitRange, type AttributionRow, type RangeResult } from '../../src/store/commit.js'
-import type { RangeJob } from '../../src/pipeline/queue.js'
+import type { RangeJob } from '../../src/store/ranges.js'
 import { request, startTestApi, type TestApi } from '../support/api.js'
 import { createTestDatabase, type TestDatabase } from '../support/services.js'
 

@@ -2,7 +2,7 @@ import type { Address, Hex } from 'viem'
 import type { Attributed } from '../../src/attribution/decode.js'
 import type { Database } from '../../src/db/client.js'
 import { commitRange, type AttributionRow, type CommitOutcome } from '../../src/store/commit.js'
-import type { RangeJob } from '../../src/pipeline/queue.js'
+import type { RangeJob } from '../../src/store/ranges.js'
 
 /** A 32-byte hash spelled from a label, so rows and ranges are easy to tell apart in a failing test. */
 export const labelHash = (label: string) => `0x${Buffer.from(label).toString('hex').padEnd(64, '0').slice(0, 64)}` as Hex
