@@ -27,7 +27,8 @@ import { DAY_MS, firstDayOf, firstHourOf24h, HOUR_MS } from './window.js'
 /** [from, until) in ms since the epoch; ±Infinity for open ends. */
 type Bounds = { from: number; until: number }
 type Subject = 'code' | 'sender' | 'code-sender'
-type RollingWindow = { name: string; subject: Subject; boundsAt(now: Date): Bounds }
+/** `hour` windows read the hourly totals; every other window moves by whole UTC days and reads the daily ones. */
+type RollingWindow = { name: string; subject: Subject; buckets?: 'hour'; boundsAt(now: Date): Bounds }
 
 const startOfDay = (day: string) => Date.parse(`${day}T00:00:00Z`)
 const floorToDay = (ms: number) => Math.floor(ms / DAY_MS) * DAY_MS
@@ -42,8 +43,8 @@ function trailingDays(window: '7d' | '30d', previous: boolean): (now: Date) => B
 
 /** The leaderboard's windows (hour buckets for 24h, UTC days otherwise) and those just before them. */
 const CODE_WINDOWS: RollingWindow[] = [
-  { name: '24h', subject: 'code', boundsAt: (now) => ({ from: firstHourOf24h(now).getTime(), until: Infinity }) },
-  { name: 'prev:24h', subject: 'code', boundsAt: (now) => ({ from: firstHourOf24h(now).getTime() - 24 * HOUR_MS, until: firstHourOf24h(now).getTime() }) },
+  { name: '24h', subject: 'code', buckets: 'hour', boundsAt: (now) => ({ from: firstHourOf24h(now).getTime(), until: Infinity }) },
+  { name: 'prev:24h', subject: 'code', buckets: 'hour', boundsAt: (now) => ({ from: firstHourOf24h(now).getTime() - 24 * HOUR_MS, until: firstHourOf24h(now).getTime() }) },
   { name: '7d', subject: 'code', boundsAt: trailingDays('7d', false) },
   { name: 'prev:7d', subject: 'code', boundsAt: trailingDays('7d', true) },
   { name: '30d', subject: 'code', boundsAt: trailingDays('30d', false) },
@@ -78,7 +79,6 @@ export const senderWindowOf = (window: CodeWindowName) => `senders:${window}`
 export const scopeOf = (chainId: number | undefined) => chainId ?? EVERY_CHAIN
 
 const asTimestamp = (ms: number) => (ms === Infinity ? 'infinity' : ms === -Infinity ? '-infinity' : new Date(ms).toISOString())
-const isDayAligned = (bounds: Bounds) => [bounds.from, bounds.until].every((ms) => !Number.isFinite(ms) || ms % DAY_MS === 0)
 
 /** Moves run inside one transaction. */
 type Tx = postgres.TransactionSql
@@ -171,10 +171,13 @@ async function apply(sql: Tx, window: RollingWindow, bounds: Bounds, sign: 1 | -
       on conflict (window_name, code, registry, chain_id, sender) do update set attributions = t.attributions + excluded.attributions`
     return
   }
-  // whole-day bounds read the daily totals (24 times fewer rows); the rolling 24 hours the hourly ones
-  const source = isDayAligned(bounds)
-    ? sql`select * from code_daily_totals where ${inDays}`
-    : sql`select * from code_hourly_totals where hour >= ${from}::text::timestamptz and hour < ${until}::text::timestamptz`
+  // day windows read the daily totals (24 times fewer rows). The rolling 24 hours always read the hourly
+  // ones, even when their bounds fall on midnight (23:00-23:59 UTC): both tables count the same rows, but
+  // which one a window reads must not depend on the time of day
+  const source =
+    window.buckets === 'hour'
+      ? sql`select * from code_hourly_totals where hour >= ${from}::text::timestamptz and hour < ${until}::text::timestamptz`
+      : sql`select * from code_daily_totals where ${inDays}`
   await sql`
     insert into code_window_totals as t (window_name, scope, code, registry, transactions, user_operations, reverted)
     select ${window.name}, s.scope, code, registry,
