@@ -1,9 +1,7 @@
 /**
- * Import rules for src/, checked by `npm test` (dependency-cruiser). They
- * state what holds today on the way to issue 14's one-way layers (config →
- * rpc → attribution → store → pipeline / follower → http); still to go: the
- * transport free of the domain (rpc imports attribution), analytics'
- * rolling windows into the store.
+ * Import rules for src/, checked by `npm test` (dependency-cruiser): the
+ * layers of ARCHITECTURE.md, one way (config → rpc → attribution → store →
+ * pipeline / follower → read side → http → bin).
  */
 module.exports = {
   forbidden: [
@@ -51,11 +49,18 @@ module.exports = {
       to: { path: '^src/http/' },
     },
     {
-      name: 'codec-depends-on-nothing',
-      comment: 'the ERC-8021 codec and record building know no other part of the service',
+      name: 'transport-knows-no-domain',
+      comment: 'the JSON-RPC transport carries calls; what to look for (the scanner\'s filter) is given to it',
+      severity: 'error',
+      from: { path: '^src/rpc/' },
+      to: { path: '^src/', pathNot: '^src/rpc/' },
+    },
+    {
+      name: 'codec-depends-on-the-wire-shapes-only',
+      comment: 'the ERC-8021 codec and record building know no other part of the service, only the JSON-RPC objects they read',
       severity: 'error',
       from: { path: '^src/attribution/' },
-      to: { path: '^src/', pathNot: '^src/attribution/' },
+      to: { path: '^src/', pathNot: '^src/(attribution/|rpc/(objects|block-scan)\\.ts$)' },
     },
   ],
   options: {

@@ -1,5 +1,6 @@
 import { postJson } from '../../src/rpc/http-post.js'
 import { createRpc } from '../../src/rpc/client.js'
+import { candidateFilter } from '../../src/attribution/records.js'
 
 /**
  * The floor of a backfill: exactly the block downloads an indexer cannot
@@ -46,7 +47,7 @@ async function rawBatch(url: string, numbers: number[]): Promise<number> {
 function indexerRpcBatcher(url: string) {
   const rpc = createRpc({ url, timeoutMs: 60_000, batchSize: 50, maxAttempts: 1 })
   return async (numbers: number[]): Promise<number> =>
-    (await rpc.blocks(numbers[0]!, numbers.at(-1)!, new Set())).reduce((sum, block) => sum + block.txCount, 0)
+    (await rpc.blocks(numbers[0]!, numbers.at(-1)!, candidateFilter(new Set()))).reduce((sum, block) => sum + block.txCount, 0)
 }
 
 export async function measureFloor(options: FloorOptions): Promise<FloorResult> {

@@ -2,7 +2,8 @@ import { Attribution } from 'ox/erc8021'
 import { concat, encodeAbiParameters, encodeEventTopics, encodeFunctionData, getAddress, pad, type Address, type Hex } from 'viem'
 import { entryPoint06Abi, entryPoint06Address, entryPoint07Abi, entryPoint07Address } from 'viem/account-abstraction'
 import { describe, expect, it } from 'vitest'
-import { attributionsOf, detectCandidate, malformedOf, needsReceipt, type RawTransaction } from './records.js'
+import { attributionsOf, detectCandidate, malformedOf, needsReceipt } from './records.js'
+import type { RawTransaction } from '../rpc/objects.js'
 import { entryPointSet, extractUserOperations } from './userops.js'
 
 const entryPoints = entryPointSet([entryPoint06Address, entryPoint07Address])

@@ -1,6 +1,8 @@
 import type { Address, Hex } from 'viem'
+import type { TransactionFilter } from '../rpc/block-scan.js'
+import type { RawReceipt, RawTransaction } from '../rpc/objects.js'
 import { decodeAttribution, type Attributed, type Malformed } from './decode.js'
-import { hasMarker } from './marker.js'
+import { hasMarker, MARKER_HEX } from './marker.js'
 import {
   extractUserOperations,
   isBundle,
@@ -11,26 +13,10 @@ import {
 } from './userops.js'
 
 /**
- * From raw JSON-RPC transactions to attribution records. The indexer and the
- * validation endpoint both go through here, so a hash validated over RPC
- * reports exactly what the index would have stored.
- *
- * Inputs are the raw JSON-RPC objects (hex strings): formatting every
- * transaction of a block into bigint-rich objects costs more than finding
- * the suffix, and almost no transaction has one.
+ * From raw JSON-RPC transactions (rpc/objects.ts) to attribution records.
+ * The indexer and the validation endpoint both go through here, so a hash
+ * validated over RPC reports exactly what the index would have stored.
  */
-export type RawTransaction = {
-  hash: Hex
-  from: Address
-  to: Address | null
-  input: Hex
-  transactionIndex: Hex | null
-  blockNumber?: Hex | null
-  blockHash?: Hex | null
-}
-
-export type RawLog = { address: Address; topics: Hex[]; data: Hex }
-export type RawReceipt = { transactionHash: Hex; status: Hex; logs: RawLog[] }
 
 export type BlockContext = { number: number; hash: Hex; timestamp: number }
 
@@ -64,6 +50,15 @@ export type AttributionRecord = {
 }
 
 export type MalformedRecord = { txHash: Hex; userOpIndex: number; blockNumber: number; reason: string }
+
+/**
+ * The transactions of a block worth parsing, for the block scanner: calldata
+ * ending with the marker, or a call to an EntryPoint (its UserOperations may
+ * carry one). `entryPoints` holds lowercase addresses.
+ */
+export function candidateFilter(entryPoints: ReadonlySet<string>): TransactionFilter {
+  return { inputSuffix: MARKER_HEX, toAddresses: entryPoints }
+}
 
 /**
  * Looks at one transaction and returns a Candidate when it needs a closer

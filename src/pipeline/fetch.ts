@@ -1,5 +1,6 @@
 import {
   attributionsOf,
+  candidateFilter,
   detectCandidate,
   malformedOf,
   needsReceipt,
@@ -63,7 +64,7 @@ export async function fetchRange(
   entryPoints: ReadonlySet<string>,
   limitBlockFetches: <T>(fetch: () => Promise<T>) => Promise<T> = (fetch) => fetch(),
 ): Promise<FetchedRange> {
-  const raw = await limitBlockFetches(() => rpc.blocks(job.fromBlock, job.toBlock, entryPoints))
+  const raw = await limitBlockFetches(() => rpc.blocks(job.fromBlock, job.toBlock, candidateFilter(entryPoints)))
   verifyBranch(raw, job)
 
   const blocks: IndexedBlock[] = []

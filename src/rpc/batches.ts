@@ -1,7 +1,7 @@
 import { numberToHex, type Hex } from 'viem'
-import type { RawReceipt, RawTransaction } from '../attribution/records.js'
-import { isCandidateTransaction, scanBlockBatch, type ScannedBlock } from './block-scan.js'
+import { matchesFilter, scanBlockBatch, type ScannedBlock, type TransactionFilter } from './block-scan.js'
 import { BlockNotFoundError, MismatchedAnswerError, ReceiptNotFoundError } from './errors.js'
+import type { RawReceipt, RawTransaction } from './objects.js'
 import type { Transport } from './transport.js'
 
 /**
@@ -19,7 +19,7 @@ export class RpcItemError extends Error {
 }
 
 /** One parsed block, checked and reduced to what the scanner would have found. */
-function scannedFrom(value: unknown, number: number, entryPoints: ReadonlySet<string>): ScannedBlock {
+function scannedFrom(value: unknown, number: number, filter: TransactionFilter): ScannedBlock {
   const block = value as FullBlock | null
   if (!block) throw new BlockNotFoundError(number)
   if (Number.parseInt(block.number, 16) !== number) {
@@ -33,7 +33,7 @@ function scannedFrom(value: unknown, number: number, entryPoints: ReadonlySet<st
     parentHash: block.parentHash,
     timestamp: Number.parseInt(block.timestamp, 16),
     txCount: transactions.length,
-    candidates: transactions.filter((tx) => isCandidateTransaction(tx, entryPoints)),
+    candidates: transactions.filter((tx) => matchesFilter(tx, filter)),
   }
 }
 
@@ -47,15 +47,15 @@ function checkedReceipt(value: unknown, hash: Hex): RawReceipt {
 }
 
 export function createBatches(transport: Transport) {
-  /** Blocks `from`..`to`; throws BlockNotFoundError if the node lacks one. */
-  function blocks(from: number, to: number, entryPoints: ReadonlySet<string>): Promise<ScannedBlock[]> {
+  /** Blocks `from`..`to`, with the transactions `filter` keeps; throws BlockNotFoundError if the node lacks one. */
+  function blocks(from: number, to: number, filter: TransactionFilter): Promise<ScannedBlock[]> {
     const numbers = Array.from({ length: to - from + 1 }, (_, i) => from + i)
     return transport.callMany({
       method: 'eth_getBlockByNumber',
       sizeKey: 'eth_getBlockByNumber(full)',
       params: numbers.map((number) => [numberToHex(number), true]),
-      readBatch: (text, positions) => scanBlockBatch(text, positions.map((position) => numbers[position]!), entryPoints),
-      readResult: (value, position) => scannedFrom(value, numbers[position]!, entryPoints),
+      readBatch: (text, positions) => scanBlockBatch(text, positions.map((position) => numbers[position]!), filter),
+      readResult: (value, position) => scannedFrom(value, numbers[position]!, filter),
     })
   }
 

@@ -1,5 +1,6 @@
 import { decodeEventLog, hexToNumber, numberToHex, type Address, type Hex } from 'viem'
-import { attributionsOf, detectCandidate, needsReceipt, type RawLog, type RawReceipt, type RawTransaction } from '../attribution/records.js'
+import { attributionsOf, detectCandidate, needsReceipt } from '../attribution/records.js'
+import type { RawLog, RawReceipt, RawTransaction } from '../rpc/objects.js'
 import { entryPointSet, USER_OPERATION_EVENT_TOPIC, userOperationEventAbi } from '../attribution/userops.js'
 import { HashNotFoundError, isJsonRpcRefusal, RpcUnavailableError, toRpcFailure } from './errors.js'
 import type { ValidationChain } from './chains.js'

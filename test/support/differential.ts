@@ -1,7 +1,8 @@
 import { Attribution } from 'ox/erc8021'
 import { decodeAttribution, type DecodeResult } from '../../src/attribution/decode.js'
 import { MARKER_HEX } from '../../src/attribution/marker.js'
-import { isCandidateTransaction, scanBlockBatch, ScanFailed, type ScannedBlock } from '../../src/rpc/block-scan.js'
+import { candidateFilter } from '../../src/attribution/records.js'
+import { matchesFilter, scanBlockBatch, ScanFailed, type ScannedBlock } from '../../src/rpc/block-scan.js'
 import type { Random } from '../../devnet/suffixes.js'
 
 /**
@@ -176,7 +177,7 @@ export function parsedBatch(text: string, numbers: readonly number[], entryPoint
       parentHash: block.parentHash,
       timestamp: Number.parseInt(block.timestamp, 16),
       txCount: block.transactions.length,
-      candidates: block.transactions.filter((tx) => isCandidateTransaction(tx, entryPoints)) as unknown as ScannedBlock['candidates'],
+      candidates: block.transactions.filter((tx) => matchesFilter(tx, candidateFilter(entryPoints))) as unknown as ScannedBlock['candidates'],
     }
   })
 }
@@ -190,7 +191,7 @@ export function parsedBatch(text: string, numbers: readonly number[], entryPoint
 export function scannerDisagreement(text: string, numbers: readonly number[], entryPoints = scanEntryPoints): { problem?: string; gaveUp: boolean } {
   let scanned: ScannedBlock[]
   try {
-    scanned = scanBlockBatch(text, numbers, entryPoints)
+    scanned = scanBlockBatch(text, numbers, candidateFilter(entryPoints))
   } catch (error) {
     if (error instanceof ScanFailed) return { gaveUp: true }
     return { problem: `threw ${(error as Error).name}: ${(error as Error).message}`, gaveUp: false }

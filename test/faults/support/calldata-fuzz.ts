@@ -4,7 +4,8 @@ import { entryPoint06Abi, entryPoint06Address, entryPoint07Abi, entryPoint07Addr
 import { decodeAttribution, type DecodeResult } from '../../../src/attribution/decode.js'
 import { calldataGas } from '../../../src/attribution/gas.js'
 import { MARKER_HEX } from '../../../src/attribution/marker.js'
-import { detectCandidate, type RawTransaction } from '../../../src/attribution/records.js'
+import { detectCandidate } from '../../../src/attribution/records.js'
+import type { RawTransaction } from '../../../src/rpc/objects.js'
 import { entryPointSet } from '../../../src/attribution/userops.js'
 import { createRandom, type Random } from '../../../devnet/suffixes.js'
 

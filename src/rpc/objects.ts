@@ -1,0 +1,20 @@
+import type { Address, Hex } from 'viem'
+
+/**
+ * JSON-RPC objects as nodes send them (hex strings), with only the fields
+ * the service reads. They are kept raw on purpose: formatting every
+ * transaction of a block into bigint-rich objects costs more than finding
+ * the few that matter.
+ */
+export type RawTransaction = {
+  hash: Hex
+  from: Address
+  to: Address | null
+  input: Hex
+  transactionIndex: Hex | null
+  blockNumber?: Hex | null
+  blockHash?: Hex | null
+}
+
+export type RawLog = { address: Address; topics: Hex[]; data: Hex }
+export type RawReceipt = { transactionHash: Hex; status: Hex; logs: RawLog[] }
