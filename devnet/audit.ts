@@ -1,6 +1,7 @@
 import { createAnalytics } from '../src/analytics/analytics.js'
 import { MAX_LEADERBOARD_LIMIT } from '../src/analytics/leaderboard.js'
-import { addDays, dayOf, MAX_WINDOW_DAYS } from '../src/analytics/window.js'
+import { MAX_WINDOW_DAYS } from '../src/analytics/window.js'
+import { addDays, dayOf } from '../src/store/buckets.js'
 import type { Database } from '../src/db/client.js'
 import { indexedThrough } from '../src/store/ranges.js'
 import type { Logger } from '../src/logger.js'

@@ -1,4 +1,5 @@
 import type { Sql } from '../db/client.js'
+import { codeAttributionPage, type KeysetPosition } from '../store/attributions.js'
 
 export const DEFAULT_ATTRIBUTIONS_LIMIT = 50
 export const MAX_ATTRIBUTIONS_LIMIT = 500
@@ -36,14 +37,12 @@ export class InvalidCursorError extends Error {
   override name = 'InvalidCursorError'
 }
 
-type Position = { time: string; id: number }
-
 /** The keyset position of the last row of a page: opaque to clients, but plain data (no secret needed: it grants nothing). */
-function encodeCursor(position: Position): string {
+function encodeCursor(position: KeysetPosition): string {
   return Buffer.from(`${position.time}|${position.id}`).toString('base64url')
 }
 
-function decodeCursor(cursor: string): Position {
+function decodeCursor(cursor: string): KeysetPosition {
   const [time, id, ...rest] = Buffer.from(cursor, 'base64url').toString('utf8').split('|')
   const parsedId = Number(id)
   if (rest.length > 0 || !time || Number.isNaN(Date.parse(time)) || !Number.isSafeInteger(parsedId) || parsedId < 1) {
@@ -69,50 +68,15 @@ export function createExplorerLookup(chains: ReadonlyArray<{ chainId: number | u
   return (chainId) => configured.get(chainId) ?? DEFAULT_EXPLORERS[chainId]
 }
 
-type Row = {
-  id: number
-  tx_hash: string
-  kind: AttributionItem['kind']
-  user_op_hash: string | null
-  chain_id: number
-  block_number: number
-  block_timestamp: string
-  status: AttributionItem['status']
-  sender: string
-  suffix_gas: number
-  schema_id: number
-  code_status: AttributionItem['codeStatus']
-  registry_chain_id: number | null
-  registry_address: string | null
-}
-
 /**
  * One page of a code's attributions, newest first (block time, then id),
- * walked by keyset on the `(code, block_timestamp desc, id desc)` index
- * (attributions_code_page_idx):
- * a page costs the same on the first and the thousandth page, and rows
- * committed meanwhile never shift a page already handed out.
+ * walked by keyset (store/attributions.ts): a page costs the same on the
+ * first and the thousandth page, and rows committed meanwhile never shift a
+ * page already handed out.
  */
 export async function listCodeAttributions(sql: Sql, query: AttributionListQuery, explorerOf: ExplorerLookup): Promise<AttributionPage> {
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor)
-  // the page's ids come from the index alone (filters on its included columns); only the rows returned are read
-  const rows = await sql<Row[]>`
-    with page as (
-      select id from attributions
-      where code = ${query.code}
-        ${after ? sql`and (block_timestamp, id) < (${after.time}::timestamptz, ${after.id})` : sql``}
-        ${query.chainId === undefined ? sql`` : sql`and chain_id = ${query.chainId}`}
-        ${query.kind === undefined ? sql`` : sql`and kind = ${query.kind}`}
-        ${query.status === undefined ? sql`` : sql`and status = ${query.status}`}
-      -- spelled as the index is: plain DESC means NULLS FIRST, and the planner would sort a scan instead
-      order by block_timestamp desc nulls last, id desc nulls last
-      limit ${query.limit + 1}
-    )
-    select a.id, tx_hash, kind, user_op_hash, chain_id, block_number, block_timestamp, status, sender, suffix_gas, schema_id,
-           code_status, registry_chain_id, registry_address
-    from page join attributions a using (id)
-    order by block_timestamp desc nulls last, a.id desc nulls last`
-  const page = rows.slice(0, query.limit)
+  const { rows: page, more } = await codeAttributionPage(sql, { ...query, after })
   const attributions = page.map((row): AttributionItem => {
     const explorer = explorerOf(row.chain_id)
     return {
@@ -135,6 +99,6 @@ export async function listCodeAttributions(sql: Sql, query: AttributionListQuery
   return {
     code: query.code,
     attributions,
-    ...(rows.length > query.limit && last ? { nextCursor: encodeCursor({ time: new Date(last.block_timestamp).toISOString(), id: Number(last.id) }) } : {}),
+    ...(more && last ? { nextCursor: encodeCursor({ time: new Date(last.block_timestamp).toISOString(), id: Number(last.id) }) } : {}),
   }
 }

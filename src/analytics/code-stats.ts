@@ -1,8 +1,7 @@
-import { and, asc, eq, gte, lte, type SQL } from 'drizzle-orm'
 import type { Database, Sql } from '../db/client.js'
-import { ANY_REGISTRY, codeDailyTotals, EVERY_CHAIN } from '../db/schema/index.js'
-import { CODE_SENDER_WINDOW, ensureWindowsCurrent } from './rolling-windows.js'
-import { dayOf, daysOf, DEFAULT_WINDOW_DAYS, firstDayOf, firstHourOf24h, HOUR_MS, type DayWindow } from './window.js'
+import { dayOf, firstDayOf, firstHourOf24h, HOUR_MS } from '../store/buckets.js'
+import { codeDailyRows, codeHourlySums, codeSenderCounts, type CodeDailyRow } from '../store/code-totals.js'
+import { daysOf, DEFAULT_WINDOW_DAYS, type DayWindow } from './window.js'
 
 /** Successful transactions and UserOperations, their sum, the failed ones of both kinds, and suffix gas. */
 export type Totals = { transactions: number; userOperations: number; total: number; reverted: number; suffixGas: number }
@@ -13,18 +12,9 @@ export type DailyPoint = { day: string; transactions: number; userOperations: nu
 /** `uniqueSenders`: exact distinct senders over the whole window. */
 export type CodeStats = { totals: Totals; uniqueSenders: number; byChain: ChainTotals[]; daily: DailyPoint[] }
 
-type DailyRow = {
-  chainId: number
-  day: string
-  kind: 'transaction' | 'userOperation'
-  successCount: number
-  revertedCount: number
-  suffixGas: number
-}
-
 const emptyTotals = (): Totals => ({ transactions: 0, userOperations: 0, total: 0, reverted: 0, suffixGas: 0 })
 
-function addRow(totals: Totals, row: DailyRow) {
+function addRow(totals: Totals, row: CodeDailyRow) {
   if (row.kind === 'transaction') totals.transactions += row.successCount
   else totals.userOperations += row.successCount
   totals.total += row.successCount
@@ -34,35 +24,22 @@ function addRow(totals: Totals, row: DailyRow) {
 
 /**
  * Totals, per-chain totals and the zero-filled daily series of one code over
- * a window, read from `code_daily_totals` only. The table holds one row per
- * (code, chain, day, kind), so one indexed range read gives every number.
+ * a window, read from its daily totals only (one row per chain, day, kind
+ * and registry, so one indexed range read gives every number), and its
+ * distinct senders per day and over the window.
  */
 export async function readCodeStats(
   db: Database,
   query: { code: string; window: DayWindow; chainId?: number; registry?: string; now?: Date },
 ): Promise<CodeStats> {
-  const conditions: SQL[] = [
-    eq(codeDailyTotals.code, query.code),
-    gte(codeDailyTotals.day, query.window.from),
-    lte(codeDailyTotals.day, query.window.to),
-  ]
-  if (query.chainId !== undefined) conditions.push(eq(codeDailyTotals.chainId, query.chainId))
-  if (query.registry !== undefined) conditions.push(eq(codeDailyTotals.registry, query.registry))
-  const senders = readCodeSenders(db.$client, query)
+  const now = query.now ?? new Date()
+  const scope = { code: query.code, chainId: query.chainId, registry: query.registry, from: query.window.from, to: query.window.to }
+  // the code view's default window (the last 30 days) is kept ready as a rolling window
+  const rolling30d = query.window.to === dayOf(now) && query.window.days === DEFAULT_WINDOW_DAYS
+  const senders = codeSenderCounts(db.$client, { ...scope, rolling30d, now })
   // awaited below; marked handled now so a failing totals query (Postgres down) cannot leave it an unhandled rejection that ends the process
   senders.catch(() => {})
-  const rows: DailyRow[] = await db
-    .select({
-      chainId: codeDailyTotals.chainId,
-      day: codeDailyTotals.day,
-      kind: codeDailyTotals.kind,
-      successCount: codeDailyTotals.successCount,
-      revertedCount: codeDailyTotals.revertedCount,
-      suffixGas: codeDailyTotals.suffixGas,
-    })
-    .from(codeDailyTotals)
-    .where(and(...conditions))
-    .orderBy(asc(codeDailyTotals.chainId))
+  const rows = await codeDailyRows(db, scope)
 
   const totals = emptyTotals()
   const byChain = new Map<number, ChainTotals>()
@@ -85,36 +62,9 @@ export async function readCodeStats(
   return { totals, uniqueSenders: overall, byChain: [...byChain.values()], daily: [...daily.values()] }
 }
 
-/**
- * Exact distinct senders per day (kept counted in `code_daily_sender_counts`)
- * and over the window: the default window (the last 30 days) is kept ready
- * as a rolling window; any other is counted over `code_daily_senders`, in
- * the one scope the filters name, so it costs the code's senders per day.
- */
-async function readCodeSenders(sql: Sql, query: { code: string; window: DayWindow; chainId?: number; registry?: string; now?: Date }) {
-  const now = query.now ?? new Date()
-  const scope = sql`code = ${query.code} and registry = ${query.registry ?? ANY_REGISTRY} and chain_id = ${query.chainId ?? EVERY_CHAIN}`
-  const rolling = query.window.to === dayOf(now) && query.window.days === DEFAULT_WINDOW_DAYS
-  const [perDay, [overall]] = await Promise.all([
-    sql<{ day: string; count: number }[]>`
-      select day::text as day, senders::int as count from code_daily_sender_counts
-      where ${scope} and day between ${query.window.from} and ${query.window.to}`,
-    rolling
-      ? ensureWindowsCurrent(sql, now).then(
-          () => sql<{ count: number }[]>`
-            select coalesce(sum(senders), 0)::int as count from code_sender_window_counts where window_name = ${CODE_SENDER_WINDOW} and ${scope}`,
-        )
-      : sql<{ count: number }[]>`
-          select count(distinct sender)::int as count from code_daily_senders
-          where ${scope} and day between ${query.window.from} and ${query.window.to} and attributions > 0`,
-  ])
-  return { perDay, overall: overall!.count }
-}
-
 export const HOURLY_WINDOWS = ['24h', '7d'] as const
 export type HourlyWindow = (typeof HOURLY_WINDOWS)[number]
 export type HourlyPoint = { hour: string; transactions: number; userOperations: number; reverted: number }
-
 
 /**
  * A code's hourly series over the rolling 24 hours or the last 7 UTC days
@@ -126,17 +76,7 @@ export async function readCodeHourly(
 ): Promise<{ from: string; hourly: HourlyPoint[] }> {
   const now = query.now ?? new Date()
   const from = query.window === '24h' ? firstHourOf24h(now) : new Date(`${firstDayOf('7d', now)}T00:00:00Z`)
-  // summed per hour in the database: one row per active hour crosses the wire, not one per chain, kind and registry
-  const rows = await sql<{ hour: number; transactions: number; userOperations: number; reverted: number }[]>`
-    select extract(epoch from hour)::float8 * 1000 as hour,
-      coalesce(sum(success_count) filter (where kind = 'transaction'), 0)::float8 as transactions,
-      coalesce(sum(success_count) filter (where kind = 'userOperation'), 0)::float8 as "userOperations",
-      sum(reverted_count)::float8 as reverted
-    from code_hourly_totals
-    where code = ${query.code} and hour >= ${from.toISOString()}::timestamptz
-      ${query.chainId === undefined ? sql`` : sql`and chain_id = ${query.chainId}`}
-      ${query.registry === undefined ? sql`` : sql`and registry = ${query.registry}`}
-    group by 1`
+  const rows = await codeHourlySums(sql, { code: query.code, chainId: query.chainId, registry: query.registry, from })
   const points = new Map<number, HourlyPoint>()
   for (let time = from.getTime(); time <= now.getTime(); time += HOUR_MS) {
     points.set(time, { hour: new Date(time).toISOString(), transactions: 0, userOperations: 0, reverted: 0 })

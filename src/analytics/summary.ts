@@ -1,7 +1,8 @@
 import type { Sql } from '../db/client.js'
 import type { LeaderboardWindow } from './leaderboard.js'
-import { ensureWindowsCurrent, scopeOf, senderWindowOf } from './rolling-windows.js'
-import { addDays, dayOf, firstDayOf, firstHourOf24h, HOUR_MS } from './window.js'
+import { addDays, dayOf, firstDayOf, firstHourOf24h, HOUR_MS } from '../store/buckets.js'
+import { activityByBucket, activityEver, earliestIndexedDay, type ActivitySums } from '../store/chain-totals.js'
+import { windowActivity } from '../store/window-totals.js'
 
 export const SUMMARY_WINDOWS = ['24h', '7d', '30d', 'all'] as const
 export type SummaryWindow = (typeof SUMMARY_WINDOWS)[number]
@@ -49,14 +50,10 @@ async function boundsOf(sql: Sql, window: SummaryWindow, chainId: number | undef
     const firstDay = firstDayOf(window, now)
     return { granularity: window === '7d' ? 'hour' : 'day', start: new Date(`${firstDay}T00:00:00Z`), firstDay }
   }
-  const [row] = await sql<{ day: string | null }[]>`
-    select min(day)::text as day from chain_daily_totals where ${chainId === undefined ? sql`true` : sql`chain_id = ${chainId}`}`
-  const earliest = row?.day ?? null
+  const earliest = await earliestIndexedDay(sql, chainId)
   const capped = earliest && earliest < addDays(dayOf(now), -(MAX_SERIES_DAYS - 1)) ? addDays(dayOf(now), -(MAX_SERIES_DAYS - 1)) : earliest
   return { granularity: 'day', start: capped ? new Date(`${capped}T00:00:00Z`) : null, firstDay: capped }
 }
-
-type Sums = { attributions: number; transactions: number; userOperations: number; reverted: number }
 
 /** The window's buckets, zero-filled, keyed by their start in ms. */
 function emptyBuckets(bounds: Bounds, now: Date): Map<number, SeriesPoint> {
@@ -80,38 +77,17 @@ export async function readSummary(
 ): Promise<Summary> {
   const now = query.now ?? new Date()
   const { chainId } = query
-  const [bounds] = await Promise.all([boundsOf(sql, query.window, chainId, now), ensureWindowsCurrent(sql, now)])
-  const chainFilter = chainId === undefined ? sql`true` : sql`chain_id = ${chainId}`
-  const hourly = bounds.granularity === 'hour'
-  const table = hourly ? sql`chain_hourly_totals` : sql`chain_daily_totals`
-  const bucket = hourly ? sql`hour` : sql`(day::timestamp at time zone 'UTC')`
-  const seriesSince = bounds.start ?? now
-
-  // summed per bucket in the database: one row per bucket crosses the wire, not one per chain and kind
-  const sumsOf = sql`
-    sum(attributions)::float8 as attributions,
-    coalesce(sum(success_count) filter (where kind = 'transaction'), 0)::float8 as transactions,
-    coalesce(sum(success_count) filter (where kind = 'userOperation'), 0)::float8 as "userOperations",
-    sum(reverted_count)::float8 as reverted`
-  const [series, totals, codes, senders] = await Promise.all([
-    sql<(Sums & { start: number })[]>`
-      select extract(epoch from ${bucket})::float8 * 1000 as start, ${sumsOf}
-      from ${table}
-      where ${chainFilter} and ${hourly ? sql`hour >= ${seriesSince.toISOString()}::timestamptz` : sql`day >= ${dayOf(seriesSince)}`}
-      group by 1`,
+  const bounds = await boundsOf(sql, query.window, chainId, now)
+  const [series, ever, activity] = await Promise.all([
+    activityByBucket(sql, { granularity: bounds.granularity, since: bounds.start ?? now, chainId }),
     // the totals of `all` include days before the series' first day
-    query.window === 'all' ? sql<Sums[]>`select ${sumsOf} from chain_daily_totals where ${chainFilter} having count(*) > 0` : Promise.resolve(undefined),
-    sql<{ count: number }[]>`
-      select count(*)::int as count from code_window_totals
-      where window_name = ${query.window} and scope = ${scopeOf(chainId)} and transactions + user_operations + reverted > 0`,
-    sql<{ count: number }[]>`
-      select coalesce(sum(senders), 0)::int as count from sender_window_counts
-      where window_name = ${senderWindowOf(query.window)} and scope = ${scopeOf(chainId)}`,
+    query.window === 'all' ? activityEver(sql, chainId) : Promise.resolve(undefined),
+    windowActivity(sql, { window: query.window, chainId, now }),
   ])
 
   const points = emptyBuckets(bounds, now)
   const sums: SummaryTotals = { attributions: 0, transactions: 0, userOperations: 0, total: 0, reverted: 0, activeCodes: 0, uniqueSenders: 0 }
-  const add = (into: Sums, row: Sums) => {
+  const add = (into: ActivitySums, row: ActivitySums) => {
     into.attributions += row.attributions
     into.transactions += row.transactions
     into.userOperations += row.userOperations
@@ -120,12 +96,12 @@ export async function readSummary(
   for (const row of series) {
     const point = points.get(row.start)
     if (point) add(point, row)
-    if (!totals) add(sums, row)
+    if (query.window !== 'all') add(sums, row)
   }
-  for (const row of totals ?? []) add(sums, row)
+  if (ever) add(sums, ever)
   sums.total = sums.transactions + sums.userOperations
-  sums.activeCodes = codes[0]!.count
-  sums.uniqueSenders = senders[0]!.count
+  sums.activeCodes = activity.activeCodes
+  sums.uniqueSenders = activity.uniqueSenders
   return {
     window: query.window,
     ...(chainId === undefined ? {} : { chainId }),

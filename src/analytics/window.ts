@@ -1,6 +1,8 @@
+import { addDays, DAY_MS, dayOf } from '../store/buckets.js'
+
 /**
  * The day window of a code's analytics. Days are UTC calendar days, the
- * same days the indexer buckets `code_daily_totals` by.
+ * same days the indexer buckets `code_daily_totals` by (store/buckets.ts).
  */
 export type DayWindow = { from: string; to: string; days: number }
 
@@ -9,8 +11,6 @@ export const DEFAULT_WINDOW_DAYS = 30
 /** Longest window a request may ask for: it bounds the zero-filled series. */
 export const MAX_WINDOW_DAYS = 366
 
-export const HOUR_MS = 3_600_000
-export const DAY_MS = 24 * HOUR_MS
 const DAY_PATTERN = /^\d{4}-\d{2}-\d{2}$/
 
 /** Thrown for a window the caller cannot have meant; `field` names the query parameter at fault. */
@@ -29,14 +29,6 @@ export function isCalendarDay(value: string): boolean {
   if (!DAY_PATTERN.test(value)) return false
   const parsed = new Date(`${value}T00:00:00Z`)
   return !Number.isNaN(parsed.getTime()) && parsed.toISOString().slice(0, 10) === value
-}
-
-export function dayOf(date: Date): string {
-  return date.toISOString().slice(0, 10)
-}
-
-export function addDays(day: string, count: number): string {
-  return dayOf(new Date(Date.parse(`${day}T00:00:00Z`) + count * DAY_MS))
 }
 
 function daysBetween(from: string, to: string): number {
@@ -63,16 +55,3 @@ export function daysOf(window: DayWindow): string[] {
   return Array.from({ length: window.days }, (_, offset) => addDays(window.from, offset))
 }
 
-
-/**
- * The first hour bucket of the rolling 24 hours: the current (partial) hour
- * and the 23 before it, which is as exact as hourly buckets allow.
- */
-export function firstHourOf24h(now: Date): Date {
-  return new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS - 23 * HOUR_MS)
-}
-
-/** The first UTC day of a 7d/30d window: today and the days before it. */
-export function firstDayOf(window: '7d' | '30d', now: Date): string {
-  return addDays(dayOf(now), window === '7d' ? -6 : -29)
-}

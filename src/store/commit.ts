@@ -4,6 +4,7 @@ import type { Database } from '../db/client.js'
 import type { Hex } from 'viem'
 import type { BlockContext } from '../attribution/records.js'
 import type { Resolution } from '../attribution/decode.js'
+import { ATTRIBUTION_EVENTS_CHANNEL } from './events.js'
 import type { RangeJob } from './ranges.js'
 
 /** A block of a range as stored: the recent chain the reorg check walks. */
@@ -51,38 +52,6 @@ function attributionColumns(chainId: number, { record, code, resolution }: Attri
     status: record.status,
     actual_gas_cost: record.actualGasCost?.toString() ?? null,
   }
-}
-
-/** Channel the commit and rollback statements notify; the live stream listens on it. */
-export const ATTRIBUTION_EVENTS_CHANNEL = 'attribution_events'
-
-/** How long the stream's events are kept for clients resuming with Last-Event-ID. */
-export const STREAM_EVENT_RETENTION_MS = 7 * 24 * 3_600_000
-
-/**
- * Deletes stream events older than the retention and records the highest id
- * deleted, so a client resuming from before it is told to re-read rather
- * than replayed a partial history. Walks the oldest ids only: what is left
- * after the last prune. Returns how many events went.
- */
-export async function pruneAttributionEvents(sql: Sql, now = new Date()): Promise<number> {
-  const cutoff = new Date(now.getTime() - STREAM_EVENT_RETENTION_MS).toISOString()
-  const [row] = await sql<{ pruned: number }[]>`
-    with first_kept as (
-      select id from attribution_events where created_at >= ${cutoff}::timestamptz order by id limit 1
-    ),
-    gone as (
-      delete from attribution_events
-      where id < coalesce((select id from first_kept), (select max(id) + 1 from attribution_events))
-      returning id
-    ),
-    recorded as (
-      update stream_retention set pruned_through = greatest(pruned_through, (select max(id) from gone))
-      where id = 1 and exists (select 1 from gone)
-      returning 1
-    )
-    select (select count(*) from gone)::int as pruned, (select count(*) from recorded) as recorded`
-  return row!.pruned
 }
 
 /** The columns every aggregate is computed from, as the `returning` of an insert or delete of attribution rows. */
@@ -219,7 +188,7 @@ function distinctCountCtes(
 }
 
 /**
- * The ready rolling windows (src/analytics/rolling-windows.ts) the rows fall
+ * The ready rolling windows (rolling-windows.ts) the rows fall
  * in, per chain and for every chain (scope 0): per code totals, and per
  * sender reference counts whose crossings of 0 move the distinct-sender
  * counts. The bounds are locked FOR SHARE, so a window cannot move between

@@ -113,7 +113,7 @@ export async function indexedThrough(sql: Sql, chainId: number): Promise<number 
 }
 
 /** The checkpoint of the chain `chainId` (an SQL expression): below the first pending range, or the last range's end. */
-function checkpointOf(sql: Sql, chainId: ReturnType<Sql>) {
+export function checkpointOf(sql: Sql, chainId: ReturnType<Sql>) {
   return sql`coalesce(
     (select min(from_block) - 1 from ranges r where r.chain_id = ${chainId} and r.status = 'pending'),
     (select max(to_block) from ranges r where r.chain_id = ${chainId})

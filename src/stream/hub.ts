@@ -1,21 +1,6 @@
 import type { Sql } from '../db/client.js'
 import type { Logger } from '../logger.js'
-import { ATTRIBUTION_EVENTS_CHANNEL } from '../store/commit.js'
-
-/** One row of `attribution_events` as the stream sends it. */
-export type AttributionEvent = {
-  id: number
-  type: 'commit' | 'rollback'
-  chainId: number
-  code: string
-  registry: string
-  fromBlock: number
-  /** Last block of the committed range; null for a rollback (everything from `fromBlock` up went). */
-  toBlock: number | null
-  /** Attribution rows of the code added (commit) or removed (rollback). */
-  attributions: number
-  at: string
-}
+import { ATTRIBUTION_EVENTS_CHANNEL, eventsAfter, noticedEvents, type AttributionEvent, type EventsNotice } from '../store/events.js'
 
 export type Subscriber = {
   code: string | undefined
@@ -38,32 +23,6 @@ export const MAX_REPLAY = 1_000
 const READ_ATTEMPTS = 4
 const READ_RETRY_MS = 250
 
-type EventRow = {
-  id: string | number
-  type: 'commit' | 'rollback'
-  chain_id: number
-  code: string
-  registry: string
-  from_block: string | number
-  to_block: string | number | null
-  attributions: number
-  created_at: string
-}
-
-const toEvent = (row: EventRow): AttributionEvent => ({
-  id: Number(row.id),
-  type: row.type,
-  chainId: row.chain_id,
-  code: row.code,
-  registry: row.registry,
-  fromBlock: Number(row.from_block),
-  toBlock: row.to_block === null ? null : Number(row.to_block),
-  attributions: row.attributions,
-  at: new Date(row.created_at).toISOString(),
-})
-
-type Notice = { type: 'commit' | 'rollback'; chainId: number; fromBlock: number; minId: number; maxId: number }
-
 /**
  * Fans committed and rolled-back attributions out to server-sent-event
  * subscribers. The commit and rollback statements write `attribution_events`
@@ -85,14 +44,6 @@ export function createStreamHub(options: {
   let unlisten: (() => Promise<void>) | undefined
   let heartbeat: NodeJS.Timeout | undefined
 
-  async function eventsOf(notice: Notice): Promise<AttributionEvent[]> {
-    const rows = await sql<EventRow[]>`
-      select id, type, chain_id, code, registry, from_block, to_block, attributions, created_at from attribution_events
-      where id between ${notice.minId} and ${notice.maxId} and type = ${notice.type} and chain_id = ${notice.chainId} and from_block = ${notice.fromBlock}
-      order by id`
-    return rows.map(toEvent)
-  }
-
   function deliver(events: AttributionEvent[]) {
     for (const subscriber of subscribers) {
       for (const event of events) if (subscriber.code === undefined || subscriber.code === event.code) subscriber.send(event)
@@ -103,10 +54,10 @@ export function createStreamHub(options: {
    * The notified events, read again after a failure (a pool connection
    * lost, Postgres restarting) a few times before giving up.
    */
-  async function readNotified(notice: Notice): Promise<AttributionEvent[]> {
+  async function readNotified(notice: EventsNotice): Promise<AttributionEvent[]> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await eventsOf(notice)
+        return await noticedEvents(sql, notice)
       } catch (error) {
         if (attempt >= READ_ATTEMPTS || stopped) throw error
         await new Promise((resolve) => setTimeout(resolve, READ_RETRY_MS * attempt))
@@ -132,7 +83,7 @@ export function createStreamHub(options: {
     options.onChange?.()
     handling = handling.then(async () => {
       try {
-        deliver(await readNotified(JSON.parse(payload) as Notice))
+        deliver(await readNotified(JSON.parse(payload) as EventsNotice))
       } catch (error) {
         logger.error({ err: (error as Error).message }, 'stream: could not read notified events')
         resumeEveryone('notified events could not be read')
@@ -178,19 +129,11 @@ export function createStreamHub(options: {
    * `incomplete` with the newest id to go on from.
    */
   async function replay(lastEventId: number, code: string | undefined): Promise<{ events: AttributionEvent[] } | { incomplete: string; latestId: number }> {
-    const [[state], rows] = await Promise.all([
-      sql<{ pruned: number; latest: number }[]>`
-        select (select pruned_through from stream_retention where id = 1)::float8 as pruned,
-               (select coalesce(max(id), 0) from attribution_events)::float8 as latest`,
-      sql<EventRow[]>`
-        select id, type, chain_id, code, registry, from_block, to_block, attributions, created_at from attribution_events
-        where id > ${lastEventId} ${code === undefined ? sql`` : sql`and code = ${code}`}
-        order by id limit ${MAX_REPLAY + 1}`,
-    ])
-    const latestId = Math.max(state!.latest, lastEventId)
-    if (lastEventId < (state!.pruned ?? 0)) return { incomplete: 'events after Last-Event-ID were pruned (kept 7 days)', latestId }
-    if (rows.length > MAX_REPLAY) return { incomplete: `more than ${MAX_REPLAY} events were missed`, latestId }
-    return { events: rows.map(toEvent) }
+    const found = await eventsAfter(sql, { afterId: lastEventId, code, limit: MAX_REPLAY + 1 })
+    const latestId = Math.max(found.latestId, lastEventId)
+    if (lastEventId < found.prunedThrough) return { incomplete: 'events after Last-Event-ID were pruned (kept 7 days)', latestId }
+    if (found.events.length > MAX_REPLAY) return { incomplete: `more than ${MAX_REPLAY} events were missed`, latestId }
+    return { events: found.events }
   }
 
   /**

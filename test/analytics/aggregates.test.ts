@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import type { Address, Hex } from 'viem'
 import type { Attributed } from '../../src/attribution/decode.js'
-import { dayOf } from '../../src/analytics/window.js'
+import { dayOf } from '../../src/store/buckets.js'
 import { builderCodes } from '../../src/db/schema/index.js'
 import { rollbackAbove } from '../../src/store/rollback.js'
 import { readIndexerStatus } from '../../src/indexer-status/status.js'

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import { addDays, dayOf } from '../../src/analytics/window.js'
+import { addDays, dayOf } from '../../src/store/buckets.js'
 import { builderCodes, codeDailyTotals, codeHourlyTotals } from '../../src/db/schema/index.js'
 import { request, startTestApi, type TestApi } from '../support/api.js'
 import { createTestDatabase, type TestDatabase } from '../support/services.js'

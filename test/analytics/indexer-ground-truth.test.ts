@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { dayOf } from '../../src/analytics/window.js'
+import { dayOf } from '../../src/store/buckets.js'
 import { isValidCode } from '../../src/attribution/codes.js'
 import { totalsByCode, type GroundTruth } from '../../devnet/ledger.js'
 import { request, startTestApi, type TestApi } from '../support/api.js'

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLogger } from '../../src/logger.js'
-import { pruneAttributionEvents } from '../../src/store/commit.js'
-import { createStreamHub, MAX_REPLAY, type AttributionEvent, type StreamHub } from '../../src/stream/hub.js'
+import { pruneAttributionEvents, type AttributionEvent } from '../../src/store/events.js'
+import { createStreamHub, MAX_REPLAY, type StreamHub } from '../../src/stream/hub.js'
 import { cutAndCommit, senderAddress } from '../support/ranges.js'
 import { createTestDatabase, type TestDatabase } from '../support/services.js'
 

@@ -2,7 +2,8 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { streamRoutes } from '../../src/http/routes/stream.js'
-import type { AttributionEvent, StreamHub, Subscriber } from '../../src/stream/hub.js'
+import type { AttributionEvent } from '../../src/store/events.js'
+import type { StreamHub, Subscriber } from '../../src/stream/hub.js'
 
 /**
  * The SSE route against a hub that acts at the worst moments: a heartbeat

@@ -233,7 +233,7 @@ export const chainDailySenders = pgTable(
  * what the window's rows hold now (`-infinity` / `infinity` for open ends);
  * commits add to every ready window their rows fall in, and moving a window
  * as time passes takes out the buckets it leaves and adds those it enters
- * (src/analytics/rolling-windows.ts). `ready` is false until first built.
+ * (src/store/rolling-windows.ts). `ready` is false until first built.
  */
 export const windowBounds = pgTable('window_bounds', {
   name: text('name').primaryKey(),

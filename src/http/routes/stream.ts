@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { TooManySubscribersError, type AttributionEvent, type StreamHub } from '../../stream/hub.js'
+import type { AttributionEvent } from '../../store/events.js'
+import { TooManySubscribersError, type StreamHub } from '../../stream/hub.js'
 import { badRequest, errorBodySchema, HttpError } from '../errors.js'
 
 /** A client that stops reading is dropped once this much is queued for it, rather than held in memory. */

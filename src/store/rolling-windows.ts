@@ -1,7 +1,7 @@
 import type postgres from 'postgres'
 import type { Sql } from '../db/client.js'
 import { EVERY_CHAIN } from '../db/schema/index.js'
-import { DAY_MS, firstDayOf, firstHourOf24h, HOUR_MS } from './window.js'
+import { DAY_MS, firstDayOf, firstHourOf24h, HOUR_MS } from './buckets.js'
 
 /**
  * Rolling windows kept ready (see `window_bounds` in the schema): per code
@@ -11,7 +11,7 @@ import { DAY_MS, firstDayOf, firstHourOf24h, HOUR_MS } from './window.js'
  * days cost the rows they return, not the days they span.
  *
  * Commits and rollbacks move every ready window their rows fall in, in the
- * statement that moves the other aggregates (src/pipeline/commit.ts). Time
+ * statement that moves the other aggregates (commit.ts). Time
  * passing is this module's job: before a read, each window is moved to where
  * `now` puts it — the buckets it leaves are taken out and those it enters
  * added, read from the hourly / daily totals — at most once per bucket
