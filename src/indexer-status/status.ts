@@ -1,12 +1,11 @@
 import type { Sql } from '../db/client.js'
 import { indexingState, type ChainIndexingState } from '../store/indexing-state.js'
 
+/** A chain's indexing state (store/indexing-state.ts) as the API shows it: times as ISO text, and the lag. */
 export type ChainStatus = {
   chainId: number
-  /** Latest block the follower saw on the node, and when it last recorded it. */
   headBlock: number | null
   headUpdatedAt: string | null
-  /** Highest block below which every range is indexed; null before the first range is done. */
   indexedBlock: number | null
   lagBlocks: number | null
   /** Seconds between now and the indexed block's timestamp while behind; 0 when caught up. */
@@ -14,9 +13,8 @@ export type ChainStatus = {
   rangesPending: number
   /** Pending ranges that failed at least STUCK_RANGE_ATTEMPTS times. */
   rangesStuck: number
-  /** Work committed during the last 60 seconds. */
-  lastMinute: { ranges: number; blocks: number; transactions: number; attributions: number }
-  lastError: { message: string; at: string; fromBlock: number; toBlock: number; attempts: number } | null
+  lastMinute: ChainIndexingState['lastMinute']
+  lastError: (Omit<NonNullable<ChainIndexingState['lastError']>, 'at'> & { at: string }) | null
 }
 
 export type IndexerStatus = { stuckAfterAttempts: number; chains: ChainStatus[] }
