@@ -54,7 +54,7 @@ export function createBatches(transport: Transport) {
       method: 'eth_getBlockByNumber',
       sizeKey: 'eth_getBlockByNumber(full)',
       params: numbers.map((number) => [numberToHex(number), true]),
-      readBatch: (text, positions) => scanBlockBatch(text, positions.map((position) => numbers[position]!), filter),
+      readBatch: (body, positions) => scanBlockBatch(body, positions.map((position) => numbers[position]!), filter),
       readResult: (value, position) => scannedFrom(value, numbers[position]!, filter),
     })
   }

@@ -68,22 +68,22 @@ describe('scanBlockBatch', () => {
       block(6, []),
       block(7, [tx(4, `0x${MARKER_HEX}00`), tx(5, '0x', '0x0000000071727De22E5E9d8BAf0edAc6f37da032', { authorizationList: [{ chainId: '0x1', address: address(9), nonce: '0x0', yParity: '0x1', r: hash(5), s: hash(6) }] })]),
     ]
-    const scanned = scanBlockBatch(batch(blocks), [5, 6, 7], filter)
+    const scanned = scanBlockBatch(Buffer.from(batch(blocks)), [5, 6, 7], filter)
     expect(scanned).toEqual(expected(blocks))
     expect(scanned.map((b) => b.candidates.map((t) => t.hash))).toEqual([[hash(1001), hash(1002)], [], [hash(1005)]])
   })
 
   it('keeps what the filter it is given asks for, nothing built in', () => {
     const blocks = [block(5, [tx(0, '0xa9059cbbcafe'), tx(1, `0xdeadbeef${MARKER_HEX}`), tx(2, '0x', entryPoint), tx(3, '0xcafe', address(77))])]
-    const scanned = scanBlockBatch(batch(blocks), [5], { inputSuffix: 'cafe', toAddresses: new Set([address(77)]) })
+    const scanned = scanBlockBatch(Buffer.from(batch(blocks)), [5], { inputSuffix: 'cafe', toAddresses: new Set([address(77)]) })
     expect(scanned[0]!.candidates.map((t) => t.hash)).toEqual([hash(1000), hash(1003)])
-    expect(scanBlockBatch(batch(blocks), [5], { inputSuffix: 'cafe', toAddresses: new Set() })[0]!.candidates.map((t) => t.hash)).toEqual([hash(1000), hash(1003)])
-    expect(scanBlockBatch(batch(blocks), [5], { inputSuffix: 'beef', toAddresses: new Set([entryPoint]) })[0]!.candidates.map((t) => t.hash)).toEqual([hash(1002)])
+    expect(scanBlockBatch(Buffer.from(batch(blocks)), [5], { inputSuffix: 'cafe', toAddresses: new Set() })[0]!.candidates.map((t) => t.hash)).toEqual([hash(1000), hash(1003)])
+    expect(scanBlockBatch(Buffer.from(batch(blocks)), [5], { inputSuffix: 'beef', toAddresses: new Set([entryPoint]) })[0]!.candidates.map((t) => t.hash)).toEqual([hash(1002)])
   })
 
   it('returns the blocks in the order asked, whatever the order of the answers', () => {
     const blocks = [block(9, [tx(0, '0x')]), block(8, [tx(1, `0x${MARKER_HEX}`)])]
-    expect(scanBlockBatch(batch(blocks), [8, 9], filter).map((b) => b.number)).toEqual([8, 9])
+    expect(scanBlockBatch(Buffer.from(batch(blocks)), [8, 9], filter).map((b) => b.number)).toEqual([8, 9])
   })
 
   const refusals: Array<[string, string, number[]]> = [
@@ -93,10 +93,12 @@ describe('scanBlockBatch', () => {
     ['hashes instead of transaction bodies', batch([{ ...block(1, []), transactions: [hash(1)] }]), [1]],
     ['pretty-printed JSON', JSON.stringify([{ jsonrpc: '2.0', id: 0, result: block(1, [tx(0, '0x')]) }], null, 2), [1]],
     ['a body cut in half', batch([block(1, [tx(0, '0x'), tx(1, '0x')])]).slice(0, 300), [1]],
+    // offsets would be bytes for the scanner and characters for JSON.parse
+    ['a byte outside ASCII', batch([block(1, [tx(0, '0x', address(2), { note: 'café' }), tx(1, `0x${MARKER_HEX}`)])]), [1]],
   ]
   for (const [name, text, numbers] of refusals) {
     it(`gives up on ${name}`, () => {
-      expect(() => scanBlockBatch(text, numbers, filter)).toThrow(ScanFailed)
+      expect(() => scanBlockBatch(Buffer.from(text), numbers, filter)).toThrow(ScanFailed)
     })
   }
 
@@ -104,7 +106,7 @@ describe('scanBlockBatch', () => {
     /** What the caller ends up with: the scan, or on ScanFailed the full parse with the same filter. */
     function read(text: string, numbers: number[]) {
       try {
-        return scanBlockBatch(text, numbers, filter)
+        return scanBlockBatch(Buffer.from(text), numbers, filter)
       } catch (error) {
         expect(error).toBeInstanceOf(ScanFailed)
         const results = (JSON.parse(text) as Array<{ result: ReturnType<typeof block> }>).map((item) => item.result)
@@ -123,39 +125,39 @@ describe('scanBlockBatch', () => {
       const blocks = [block(1, [tx(0, `0x${MARKER_HEX}`, address(2), { note: 'say \"hi\" {[' }), tx(1, '0x')])]
       const text = batch(blocks)
       expect(text).toContain('\\"')
-      expect(() => scanBlockBatch(text, [1], filter)).toThrow(ScanFailed)
+      expect(() => scanBlockBatch(Buffer.from(text), [1], filter)).toThrow(ScanFailed)
       expect(read(text, [1])).toEqual(expected(blocks))
       expect(read(text, [1])[0]!.txCount).toBe(2)
     })
 
     it('a unicode-escaped key (\\u0069nput) gives up rather than missing the suffix', () => {
       const text = batch([block(1, [tx(0, '0x'), tx(1, '0x')])]).replace('"input":"0x"', `"\\u0069nput":"0x${MARKER_HEX}"`)
-      expect(() => scanBlockBatch(text, [1], filter)).toThrow(ScanFailed)
+      expect(() => scanBlockBatch(Buffer.from(text), [1], filter)).toThrow(ScanFailed)
       expect(read(text, [1])[0]!.candidates.map((t) => t.hash)).toEqual([hash(1000)])
     })
 
     it('a unicode-escaped value gives up too', () => {
       const text = batch([block(1, [tx(0, '0x')])]).replace('"input":"0x"', `"input":"0x${MARKER_HEX.slice(0, -1)}\\u0031"`)
-      expect(() => scanBlockBatch(text, [1], filter)).toThrow(ScanFailed)
+      expect(() => scanBlockBatch(Buffer.from(text), [1], filter)).toThrow(ScanFailed)
       expect(read(text, [1])[0]!.candidates).toHaveLength(1)
     })
 
     it('an EntryPoint `to` in mixed case (neither lowercase nor checksummed) is a candidate, scanned or parsed', () => {
       const mixed = '0x0000000071727DE22E5E9D8BAF0EDAC6F37DA032'
       const blocks = [block(1, [tx(0, '0x', mixed), tx(1, '0x')])]
-      expect(scanBlockBatch(batch(blocks), [1], filter)[0]!.candidates.map((t) => t.hash)).toEqual([hash(1000)])
+      expect(scanBlockBatch(Buffer.from(batch(blocks)), [1], filter)[0]!.candidates.map((t) => t.hash)).toEqual([hash(1000)])
       expect(matchesFilter({ input: '0x', to: mixed }, filter)).toBe(true)
     })
 
     it('a candidate that does not parse is ScanFailed, never a SyntaxError out of the range', () => {
       // a number JSON.parse refuses, inside a transaction the scanner picks up
       const text = batch([block(1, [tx(0, `0x${MARKER_HEX}`)])]).replace('"nonce":"0x1"', '"nonce":01')
-      expect(() => scanBlockBatch(text, [1], filter)).toThrow(ScanFailed)
+      expect(() => scanBlockBatch(Buffer.from(text), [1], filter)).toThrow(ScanFailed)
     })
 
     it('a transaction repeating its input key gives up (JSON.parse keeps the last)', () => {
       const text = batch([block(1, [tx(0, `0x${MARKER_HEX}`)])]).replace('"nonce":"0x1"', '"nonce":"0x1","input":"0x"')
-      expect(() => scanBlockBatch(text, [1], filter)).toThrow(ScanFailed)
+      expect(() => scanBlockBatch(Buffer.from(text), [1], filter)).toThrow(ScanFailed)
       expect(read(text, [1])[0]!.candidates).toEqual([])
     })
   })
@@ -169,7 +171,7 @@ describe('scanBlockBatch', () => {
     fc.assert(
       fc.property(blocks, (generated) => {
         const numbers = generated.map((b) => Number.parseInt(b.number, 16))
-        expect(scanBlockBatch(batch(generated), numbers, filter)).toEqual(expected(generated))
+        expect(scanBlockBatch(Buffer.from(batch(generated)), numbers, filter)).toEqual(expected(generated))
       }),
       { numRuns: 500 },
     )

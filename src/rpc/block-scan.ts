@@ -1,3 +1,4 @@
+import { isAscii } from 'node:buffer'
 import type { Hex } from 'viem'
 import type { RawTransaction } from './objects.js'
 
@@ -12,10 +13,11 @@ import type { RawTransaction } from './objects.js'
  * Only the transactions that match are parsed (about 3.4× less CPU than
  * `JSON.parse` on 200-transaction blocks, and no garbage for the rest).
  *
- * It relies on what JSON-RPC block objects are: hex strings, numbers,
+ * It relies on what JSON-RPC block objects are: ASCII hex strings, numbers,
  * booleans, arrays and objects, with no escapes inside strings. Anything it
  * does not recognise — a backslash anywhere (an escaped quote would end a
- * string early, `\u0069nput` would hide a key), an error item, a null
+ * string early, `\u0069nput` would hide a key), a byte outside ASCII (the
+ * scanner compares lengths in bytes, JSON.parse in characters), an error item, a null
  * result, a key given twice, a candidate that does not parse, another
  * layout — makes it give up with ScanFailed, and the caller parses the
  * response the ordinary way and applies the same filter
@@ -183,13 +185,18 @@ function headerOf(json: string): HeaderFields {
   return header as HeaderFields
 }
 
+const BACKSLASH = 92
+
 /**
- * The blocks of a batch response, in the order of `numbers`, or ScanFailed
- * when the response is not exactly one full block for each number.
+ * The blocks of a batch response's bytes, in the order of `numbers`, or
+ * ScanFailed when the response is not exactly one full block for each number.
  */
-export function scanBlockBatch(text: string, numbers: readonly number[], filter: TransactionFilter): ScannedBlock[] {
-  // one pass over the text (memchr-fast): an escape anywhere means strings may hold quotes or hide keys
-  if (text.includes('\\')) throw new ScanFailed('the response holds escaped characters')
+export function scanBlockBatch(body: Buffer, numbers: readonly number[], filter: TransactionFilter): ScannedBlock[] {
+  // two passes over the bytes (SIMD / memchr fast): an escape anywhere means strings may hold quotes or hide keys
+  if (body.indexOf(BACKSLASH) >= 0) throw new ScanFailed('the response holds escaped characters')
+  // ASCII only, so Latin-1 text is the UTF-8 text, with offsets equal to byte offsets, at a third of UTF-8's decoding cost
+  if (!isAscii(body)) throw new ScanFailed('the response holds bytes outside ASCII')
+  const text = body.toString('latin1')
   const byNumber = new Map<number, ScannedBlock>()
   let from = 0
   for (;;) {

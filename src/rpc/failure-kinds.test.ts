@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { classifyError, classifyHttp, limitIn } from './failure-kinds.js'
+import { httpAnswer } from './http-post.js'
 
-const answer = (status: number, text = '', retryAfterMs?: number) => ({ status, text, retryAfterMs, ms: 1 })
+const answer = (status: number, text = '', retryAfterMs?: number) => httpAnswer(status, Buffer.from(text), retryAfterMs, 1)
 
 describe('the limit shapes real nodes answer with', () => {
   it('reads the limit a node names', () => {

@@ -47,11 +47,11 @@ export type CallSpec<T> = {
   sizeKey?: string
   params: readonly unknown[][]
   /**
-   * The fast path: the whole answer text of the calls at `positions` (in
-   * that order), read without a full parse. Throw to fall back to parsing
-   * it and reading each result with `readResult`.
+   * The fast path: the whole answer of the calls at `positions` (in that
+   * order), read from its bytes without a full parse. Throw to fall back to
+   * parsing it and reading each result with `readResult`.
    */
-  readBatch?: (text: string, positions: readonly number[]) => T[]
+  readBatch?: (body: Buffer, positions: readonly number[]) => T[]
   /** One call's result (null when the node has none); throws an error that no retry fixes. */
   readResult: (result: unknown, position: number) => T
 }
@@ -160,19 +160,19 @@ export function createTransport(options: TransportOptions) {
     if (answer.status < 200 || answer.status >= 300) return { done: [], failed: [{ positions, failure: classifyHttp(answer, positions.length) }] }
     if (spec.readBatch) {
       try {
-        const results = spec.readBatch(answer.text, positions)
-        succeeded(spec.sizeKey ?? spec.method, positions.length, answer.text.length)
+        const results = spec.readBatch(answer.body, positions)
+        succeeded(spec.sizeKey ?? spec.method, positions.length, answer.body.length)
         return { done: results.map((result, i) => [positions[i]!, result]), failed: [] }
       } catch {
         // an error item, a missing result or a layout the fast path does not know: read it call by call
       }
     }
     const answered = readItems(spec, answer.text, positions)
-    if (answered.failed.length === 0) succeeded(spec.sizeKey ?? spec.method, positions.length, answer.text.length)
+    if (answered.failed.length === 0) succeeded(spec.sizeKey ?? spec.method, positions.length, answer.body.length)
     // the good part of an answer cut by the size limit is what fits in it, and tells the size of a call
     if (answered.done.length > 0 && answered.failed.length > 0) {
-      sizer.measured(spec.sizeKey ?? spec.method, answered.done.length, answer.text.length)
-      for (const group of answered.failed) group.failure.answeredBytes = answer.text.length
+      sizer.measured(spec.sizeKey ?? spec.method, answered.done.length, answer.body.length)
+      for (const group of answered.failed) group.failure.answeredBytes = answer.body.length
     }
     return answered
   }

@@ -191,7 +191,7 @@ export function parsedBatch(text: string, numbers: readonly number[], entryPoint
 export function scannerDisagreement(text: string, numbers: readonly number[], entryPoints = scanEntryPoints): { problem?: string; gaveUp: boolean } {
   let scanned: ScannedBlock[]
   try {
-    scanned = scanBlockBatch(text, numbers, candidateFilter(entryPoints))
+    scanned = scanBlockBatch(Buffer.from(text), numbers, candidateFilter(entryPoints))
   } catch (error) {
     if (error instanceof ScanFailed) return { gaveUp: true }
     return { problem: `threw ${(error as Error).name}: ${(error as Error).message}`, gaveUp: false }
