@@ -5,7 +5,7 @@ import { createRandom } from '../../devnet/suffixes.js'
 import { indexedThrough } from '../../src/store/ranges.js'
 import { sendMixedTraffic, startTestChain, type TestChain } from '../support/chain.js'
 import { chainsEnv } from '../support/processes.js'
-import { httpFaults, startChaosRpc, type ChaosRpc } from './support/chaos-rpc.js'
+import { httpFaults, startRpcProxy, type RpcProxy } from '../support/rpc-proxy.js'
 import { chainTransactionCount, compareWithTruth } from './support/ground-truth.js'
 import { createFaultReport } from './support/report.js'
 import { startRole, until, type LoggedRole } from './support/roles.js'
@@ -23,14 +23,14 @@ import { createTrialDatabase, startPrivateServices, type PrivateServices, type T
 
 let services: PrivateServices
 let chain: TestChain
-let proxy: ChaosRpc
+let proxy: RpcProxy
 const truth: GroundTruth = emptyTruth()
 const random = createRandom(faultSeed + 4)
 
 beforeAll(async () => {
   ;[services, chain] = await Promise.all([startPrivateServices(), startTestChain({ seed: faultSeed })])
   appendTruth(truth, await sendMixedTraffic(chain, { transactions: knobs.rpcTransactions, blocks: Math.ceil(knobs.rpcTransactions / 25) }))
-  proxy = await startChaosRpc({ target: chain.rpcUrl, random, hangMs: 1_500 })
+  proxy = await startRpcProxy({ target: chain.rpcUrl, random, hangMs: 1_500 })
 }, 300_000)
 
 afterAll(async () => {
@@ -82,7 +82,7 @@ describe('4. RPC faults', () => {
     for (let trial = 1; trial <= knobs.rpcTrials; trial++) {
       const started = Date.now()
       const database = await createTrialDatabase(services.postgres, `rpc_backfill_${trial}`)
-      proxy.set({ faultRate: 0.2, faults: httpFaults, laggingShare: 0.3, maxLag: 20, shuffleBatches: true, swapResults: 0.1 })
+      proxy.setChaos({ faultRate: 0.2, faults: httpFaults, laggingShare: 0.3, maxLag: 20, shuffleBatches: true, swapResults: 0.1 })
       const before = countsSnapshot()
       const env = indexerEnv(database, 0)
       const roles = [startRole('follower', env, `${database.name}-follower`), startRole('worker', env, `${database.name}-worker`)]
@@ -104,7 +104,7 @@ describe('4. RPC faults', () => {
         })
         if (!ok) failures.push(`trial ${trial}: rollbacks ${rollbacks}, faults ${JSON.stringify(faults)}, ${JSON.stringify(comparison)}`)
       } finally {
-        proxy.set({ faultRate: 0, laggingShare: 0, shuffleBatches: false, swapResults: 0 })
+        proxy.setChaos({ faultRate: 0, laggingShare: 0, shuffleBatches: false, swapResults: 0 })
         await Promise.all(roles.map((role) => role.kill('SIGTERM')))
         await database.drop()
       }
@@ -132,7 +132,7 @@ describe('4. RPC faults', () => {
     try {
       const startHead = Number(await chain.client.getBlockNumber())
       await until('caught up', async () => ((await indexedThrough(database.db.$client, chain.chainId)) ?? -1) >= startHead - confirmations, 300_000)
-      proxy.set({ faultRate: 0.1, faults: httpFaults, laggingShare: 0.5, maxLag: 8, shuffleBatches: true, swapResults: 0.05 })
+      proxy.setChaos({ faultRate: 0.1, faults: httpFaults, laggingShare: 0.5, maxLag: 8, shuffleBatches: true, swapResults: 0.05 })
       for (let block = 0; block < knobs.lagBlocks; block++) {
         appendTruth(truth, await sendMixedTraffic(chain, { transactions: 4, blocks: 1 }))
         await sleep(50 + Math.floor(random.next() * 200))
@@ -165,7 +165,7 @@ describe('4. RPC faults', () => {
       expect({ rollbacks, reorgLines }).toEqual({ rollbacks: 0, reorgLines: 0 })
       expect(comparison).toMatchObject({ exact: true })
     } finally {
-      proxy.set({ faultRate: 0, laggingShare: 0, shuffleBatches: false, swapResults: 0 })
+      proxy.setChaos({ faultRate: 0, laggingShare: 0, shuffleBatches: false, swapResults: 0 })
       await Promise.all(roles.map((role) => role.kill('SIGTERM')))
       await database.drop()
     }

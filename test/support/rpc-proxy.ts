@@ -1,7 +1,30 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { Random } from '../../devnet/suffixes.js'
 
-export type RpcFault = 'ok' | '429' | '500' | '503' | 'timeout' | 'truncated' | 'reset'
+/**
+ * The one JSON-RPC proxy of the tests, in front of a node (anvil) that it makes misbehave on
+ * purpose. A request passes these layers in turn; each is off until a test turns it on:
+ *
+ * 1. limits a real node applies, each in the shape that node answers with (`RpcLimits`);
+ * 2. a fault on the way (`RpcFault`): picked by the test (`fault`), or drawn by
+ * 3. chaos (`ChaosSettings`, needs `random`): a bad provider's pool, every choice drawn from the
+ *    test's seeded Random: faults, a share of requests answered by a node that lags, batch
+ *    answers shuffled or two of them trading results;
+ * 4. the node's answer: the body forwarded as the client sent it, or call by call when the proxy
+ *    answers some calls itself (a refused log range, a lagging node's head);
+ * 5. the answer rewritten: the test's `rewrite`, geth's response-size limit, chaos; a `truncated`
+ *    fault cuts the result last.
+ *
+ * Counts of what it did (faults, limits, calls per method, batch lengths) let a test check that
+ * each misbehaviour really happened.
+ */
+
+/** What one HTTP request is answered with instead of (or besides) the node's answer; `ok`: the node's answer. */
+export type RpcFault = 'ok' | '429' | '500' | '502' | '503' | 'timeout' | 'truncated' | 'reset' | 'rpc-error'
+/** Every fault a bad provider injects. */
+export const httpFaults: readonly RpcFault[] = ['429', '500', '502', '503', 'timeout', 'truncated', 'reset', 'rpc-error']
 
 /**
  * Limits real nodes apply, each in the shape the node answers with:
@@ -10,7 +33,8 @@ export type RpcFault = 'ok' | '429' | '500' | '503' | 'timeout' | 'truncated' | 
  * - maxResponseBytes: geth's batch response size limit (calls past it get -32003 "response too large");
  * - noBatches: a provider that takes single calls only (id null, -32600);
  * - msPerCall: a slow node, the answer delayed by this much per call of the request;
- * - rateLimit: at most `requests` per `windowMs`, then 429 with Retry-After `retryAfterS`.
+ * - rateLimit: at most `requests` per `windowMs`, then 429 with Retry-After `retryAfterS`;
+ * - maxLogRange: hosted providers' eth_getLogs range limit (calls over more blocks get -32005).
  */
 export type RpcLimits = {
   batchLimit?: { max: number; shape: 'erigon' | 'besu' | 'http413' | 'http400' }
@@ -18,9 +42,30 @@ export type RpcLimits = {
   noBatches?: boolean
   msPerCall?: number
   rateLimit?: { requests: number; windowMs: number; retryAfterS: number }
+  maxLogRange?: number
 }
 
-export type LimitCounts = Record<'batch_refused' | 'too_large' | 'no_batches' | 'rate_limited' | 'delayed', number>
+export type LimitCounts = Record<'batch_refused' | 'too_large' | 'no_batches' | 'rate_limited' | 'delayed' | 'log_range_refused', number>
+
+export type ChaosSettings = {
+  /** Share of HTTP requests answered with one of `faults`. */
+  faultRate: number
+  faults: readonly RpcFault[]
+  /** Share of the other requests served by the lagging node. */
+  laggingShare: number
+  /** How many blocks the lagging node is behind (drawn per request from 1..maxLag). */
+  maxLag: number
+  /** Answer batches in a shuffled order (ids intact, as JSON-RPC allows). */
+  shuffleBatches: boolean
+  /**
+   * Share of requests in which two answers of the same method trade results while keeping their
+   * ids: a broken node or proxy answering block N with block M, or one transaction's receipt with another's.
+   */
+  swapResults: number
+}
+
+/** Requests per fault; of the `ok` ones, those a lagging node answered, and batches shuffled or with results swapped. */
+export type ProxyCounts = Record<RpcFault | 'lagging' | 'shuffled' | 'swapped', number>
 
 export type RpcProxyOptions = {
   target: string
@@ -31,147 +76,173 @@ export type RpcProxyOptions = {
   hangMs?: number
   /** Rewrites a successful JSON-RPC response body (e.g. to act as a node that lags). */
   rewrite?: (request: unknown, response: unknown) => unknown
+  /** The seeded randomness of the chaos layer; without it the proxy draws nothing and `setChaos` is refused. */
+  random?: Random
 }
 
 export type RpcProxy = {
   url: string
-  /** Counts of faults injected so far. */
-  counts: Record<RpcFault, number>
+  counts: ProxyCounts
   /** Requests answered with each limit so far. */
   limitCounts: LimitCounts
   /** Calls per request seen so far, in order (to check how the client's batches settled). */
   batchLengths: number[]
+  /** Calls seen so far per JSON-RPC method. */
+  methodCalls: Record<string, number>
   setLimits(limits: RpcLimits): void
   setFault(fault: RpcProxyOptions['fault']): void
   setRewrite(rewrite: RpcProxyOptions['rewrite']): void
+  setChaos(settings: Partial<ChaosSettings>): void
   close(): Promise<void>
 }
 
-async function readBody(request: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = []
-  for await (const chunk of request) chunks.push(chunk as Buffer)
-  return Buffer.concat(chunks).toString('utf8')
+type RpcId = number | string | null
+type RpcCall = { jsonrpc: '2.0'; id: RpcId; method: string; params?: unknown[] }
+type RpcAnswer = { jsonrpc: '2.0'; id: RpcId; result?: unknown; error?: { code: number; message: string } }
+
+/** One HTTP request on its way through the layers. */
+type Exchange = {
+  request: IncomingMessage
+  response: ServerResponse
+  /** The body as the client sent it. */
+  raw: string
+  /** The body as JSON; undefined when it is not JSON. */
+  parsed: unknown
+  /** Its calls: one for a single call, none when the body is not JSON-RPC. */
+  calls: RpcCall[]
+  batch: boolean
 }
 
-/**
- * An HTTP JSON-RPC proxy in front of a node that misbehaves on purpose: rate
- * limits with Retry-After, server errors, requests that hang past the
- * client's timeout, bodies cut in half and dropped connections.
- */
+/** An HTTP answer before it is sent: the node's, or one a layer gives instead. */
+type Reply = { status: number; headers: Record<string, string>; body: string }
+
+const json = { 'content-type': 'application/json' }
+const plainText = { 'content-type': 'text/plain' }
+const rpcError = (id: RpcId, code: number, message: string): RpcAnswer => ({ jsonrpc: '2.0', id, error: { code, message } })
+const jsonReply = (body: unknown): Reply => ({ status: 200, headers: json, body: JSON.stringify(body) })
+/** The answers of a batch as a batch, the answer of a single call alone. */
+const asAsked = (batch: boolean, answers: RpcAnswer[]) => (batch ? answers : answers[0])
+const rateLimited = (retryAfterS: number): Reply => ({
+  status: 429,
+  headers: { ...json, 'retry-after': String(retryAfterS) },
+  body: JSON.stringify(rpcError(null, 429, 'Too Many Requests')),
+})
+
 export async function startRpcProxy(options: RpcProxyOptions): Promise<RpcProxy> {
+  const node = nodeAt(options.target)
+  const counts: ProxyCounts = {
+    ok: 0,
+    '429': 0,
+    '500': 0,
+    '502': 0,
+    '503': 0,
+    timeout: 0,
+    truncated: 0,
+    reset: 0,
+    'rpc-error': 0,
+    lagging: 0,
+    shuffled: 0,
+    swapped: 0,
+  }
+  const limits = limitedNode(options.limits ?? {})
+  const chaos = options.random ? chaoticPool(options.random, node, counts) : undefined
+  const batchLengths: number[] = []
+  const methodCalls: Record<string, number> = {}
   let fault = options.fault ?? (() => 'ok' as RpcFault)
   let rewrite = options.rewrite
-  let limits: RpcLimits = options.limits ?? {}
-  const limitCounts: LimitCounts = { batch_refused: 0, too_large: 0, no_batches: 0, rate_limited: 0, delayed: 0 }
-  const batchLengths: number[] = []
-  let window = { startedAt: 0, requests: 0 }
-  const counts: Record<RpcFault, number> = { ok: 0, '429': 0, '500': 0, '503': 0, timeout: 0, truncated: 0, reset: 0 }
   const hangMs = options.hangMs ?? 3_000
-  const sockets = new Set<import('node:net').Socket>()
 
   async function handle(request: IncomingMessage, response: ServerResponse) {
-    const raw = await readBody(request)
-    let parsed: unknown
-    try {
-      parsed = JSON.parse(raw)
-    } catch {
-      parsed = undefined
-    }
-    if (Array.isArray(parsed) || (parsed && typeof parsed === 'object')) batchLengths.push(Array.isArray(parsed) ? parsed.length : 1)
-    const refused = refuseByLimit(parsed)
-    if (refused) {
-      if (refused.delayMs === undefined) return void response.writeHead(refused.status, refused.headers).end(refused.body)
-      limitCounts.delayed++
-      await new Promise((resolve) => setTimeout(resolve, refused.delayMs))
+    const exchange = await readExchange(request, response)
+    observe(exchange)
+    const refusal = limits.refuse(exchange)
+    if (refusal) return send(response, refusal)
+    const delayMs = limits.delayMs(exchange)
+    if (delayMs > 0) {
+      await sleep(delayMs)
+      // the client gave up waiting: nothing to answer
       if (response.destroyed) return
     }
-    const chosen = fault(parsed)
+    const chosen = pickFault(exchange)
     counts[chosen]++
+    if (answerWithFault(chosen, exchange)) return
+    // chaos only reshapes what it did not fault: a truncated body is the node's own answer, cut
+    const shaken = chosen === 'ok' ? chaos : undefined
+    let reply = await answerFromNode(exchange, await shaken?.lagHead())
+    reply = rewritten(exchange, reply)
+    reply = limits.capResponse(exchange, reply)
+    if (shaken) reply = shaken.reshape(exchange, reply)
+    if (chosen === 'truncated') reply = truncated(reply)
+    send(response, reply)
+  }
+
+  function observe({ parsed, calls, batch }: Exchange) {
+    if (parsed && typeof parsed === 'object') batchLengths.push(batch ? calls.length : 1)
+    for (const { method } of calls) methodCalls[method] = (methodCalls[method] ?? 0) + 1
+  }
+
+  /** The test's fault first; where it has none, chaos draws one. */
+  function pickFault(exchange: Exchange): RpcFault {
+    const picked = fault(exchange.parsed)
+    return picked === 'ok' && chaos ? chaos.fault() : picked
+  }
+
+  /** Answers the request with `fault` if that needs nothing from the node; false if it goes on to the node. */
+  function answerWithFault(chosen: RpcFault, { request, response, calls, batch }: Exchange): boolean {
     switch (chosen) {
+      case 'ok':
+      case 'truncated':
+        return false
       case '429':
-        response.writeHead(429, { 'retry-after': '0', 'content-type': 'application/json' }).end('{"error":"rate limited"}')
-        return
+        // a rate limit that says when to come back: at once, or 0-1 s drawn by chaos, so retries stay quick
+        send(response, rateLimited(chaos?.retryAfterS() ?? 0))
+        return true
       case '500':
+      case '502':
       case '503':
-        response.writeHead(Number(chosen), { 'content-type': 'text/plain' }).end('upstream unavailable')
-        return
+        send(response, { status: Number(chosen), headers: plainText, body: 'upstream unavailable' })
+        return true
       case 'timeout':
+        // held past the client's timeout, then dropped (close() drops it sooner)
         setTimeout(() => response.destroy(), hangMs).unref()
-        return
+        return true
       case 'reset':
         request.socket.destroy()
-        return
+        return true
+      case 'rpc-error':
+        // HTTP 200 with a JSON-RPC error for every call, as a provider over its quota answers
+        send(response, jsonReply(asAsked(batch, calls.map((call) => rpcError(call.id, -32005, 'limit exceeded')))))
+        return true
     }
-    const upstream = await fetch(options.target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: raw })
-    let text = await upstream.text()
-    if (rewrite && upstream.ok && parsed !== undefined) text = JSON.stringify(rewrite(parsed, JSON.parse(text)))
-    if (limits.maxResponseBytes !== undefined && Array.isArray(parsed)) text = capResponseSize(text, limits.maxResponseBytes)
-    if (chosen === 'truncated') {
-      // a body cut mid-way: valid headers, unparseable JSON
-      response.writeHead(200, { 'content-type': 'application/json' }).end(text.slice(0, Math.floor(text.length / 2)))
-      return
-    }
-    response.writeHead(upstream.status, { 'content-type': 'application/json' }).end(text)
   }
 
-  const json = { 'content-type': 'application/json' }
-  type Refusal = { status: number; headers: Record<string, string>; body: string; delayMs?: undefined } | { delayMs: number }
-
-  /** The answer a limited node gives instead of forwarding, if a limit applies; a delay for a slow node. */
-  function refuseByLimit(parsed: unknown): Refusal | undefined {
-    const calls = Array.isArray(parsed) ? (parsed as Array<{ id: unknown }>) : undefined
-    const error = (id: unknown, code: number, message: string) => ({ jsonrpc: '2.0', id, error: { code, message } })
-    if (limits.rateLimit) {
-      const now = Date.now()
-      if (now - window.startedAt >= limits.rateLimit.windowMs) window = { startedAt: now, requests: 0 }
-      if (++window.requests > limits.rateLimit.requests) {
-        limitCounts.rate_limited++
-        return { status: 429, headers: { ...json, 'retry-after': String(limits.rateLimit.retryAfterS) }, body: JSON.stringify(error(null, 429, 'Too Many Requests')) }
-      }
-    }
-    if (calls && limits.noBatches) {
-      limitCounts.no_batches++
-      return { status: 200, headers: json, body: JSON.stringify(error(null, -32600, 'batch requests are not supported')) }
-    }
-    const batchLimit = limits.batchLimit
-    if (calls && batchLimit && calls.length > batchLimit.max) {
-      limitCounts.batch_refused++
-      const { max } = batchLimit
-      switch (batchLimit.shape) {
-        case 'erigon':
-          return { status: 200, headers: json, body: JSON.stringify(error(null, -32000, `batch limit ${max} exceeded: ${calls.length} requests given`)) }
-        case 'besu':
-          return {
-            status: 200,
-            headers: json,
-            body: JSON.stringify(calls.map((call) => error(call.id, -32602, `Number of requests in batch exceeds limit of ${max}`))),
-          }
-        case 'http413':
-          return { status: 413, headers: { 'content-type': 'text/plain' }, body: 'Request Entity Too Large' }
-        case 'http400':
-          return { status: 400, headers: { 'content-type': 'text/plain' }, body: `batch size ${calls.length} exceeds the maximum of ${max}` }
-      }
-    }
-    if (limits.msPerCall) return { delayMs: limits.msPerCall * (calls?.length ?? 1) }
-    return undefined
+  /**
+   * The node's answer: the body forwarded as the client sent it, unless some calls are answered
+   * here (refused log ranges) or the request reaches a node behind at `lagHead`; then the others
+   * are forwarded and the answers merged in the order asked.
+   */
+  async function answerFromNode(exchange: Exchange, lagHead: number | undefined): Promise<Reply> {
+    const local = limits.refuseLogRanges(exchange.calls)
+    if (lagHead === undefined && local.size === 0) return node.post(exchange.raw)
+    const answers = lagHead === undefined ? await node.answerCalls(exchange.calls, local) : await answerAsLaggingNode(node, exchange.calls, lagHead, local)
+    return jsonReply(asAsked(exchange.batch, answers))
   }
 
-  /** geth's batch response limit: once the answers pass `max` bytes, every remaining call gets -32003. */
-  function capResponseSize(text: string, max: number): string {
-    const answers = JSON.parse(text) as Array<{ id: unknown }>
-    let bytes = 0
-    let capped = false
-    const out = answers.map((answer) => {
-      bytes += JSON.stringify(answer).length
-      if (bytes <= max) return answer
-      capped = true
-      return { jsonrpc: '2.0', id: answer.id, error: { code: -32003, message: 'response too large' } }
-    })
-    if (capped) limitCounts.too_large++
-    return JSON.stringify(out)
+  function rewritten(exchange: Exchange, reply: Reply): Reply {
+    const succeeded = reply.status >= 200 && reply.status < 300
+    if (!rewrite || !succeeded || exchange.parsed === undefined) return reply
+    return { ...reply, body: JSON.stringify(rewrite(exchange.parsed, JSON.parse(reply.body))) }
   }
 
-  const server: Server = createServer((request, response) => {
+  /** A body cut mid-way: valid headers, unparseable JSON. Half of it, or at a point chaos draws. */
+  function truncated(reply: Reply): Reply {
+    const length = reply.body.length
+    const kept = chaos ? chaos.cutAt(length) : Math.floor(length / 2)
+    return { status: 200, headers: json, body: reply.body.slice(0, kept) }
+  }
+
+  const sockets = new Set<Socket>()
+  const server = createServer((request, response) => {
     handle(request, response).catch(() => response.destroy())
   })
   server.on('connection', (socket) => {
@@ -183,18 +254,22 @@ export async function startRpcProxy(options: RpcProxyOptions): Promise<RpcProxy>
   return {
     url: `http://127.0.0.1:${port}`,
     counts,
-    limitCounts,
+    limitCounts: limits.counts,
     batchLengths,
-    setLimits: (next) => {
-      limits = next
-    },
+    methodCalls,
+    setLimits: limits.set,
     setFault: (next) => {
       fault = next ?? (() => 'ok')
     },
     setRewrite: (next) => {
       rewrite = next
     },
+    setChaos: (next) => {
+      if (!chaos) throw new Error('chaos draws from a seeded Random: start the proxy with `random`')
+      chaos.set(next)
+    },
     async close() {
+      // hung requests included: a test must not wait for their timers
       for (const socket of sockets) socket.destroy()
       await new Promise<void>((resolve) => server.close(() => resolve()))
     },
@@ -208,4 +283,240 @@ export function rotatingFaults(every: number, faults: RpcFault[]): (body: unknow
     requests++
     return requests % every === 0 ? faults[(requests / every) % faults.length]! : 'ok'
   }
+}
+
+async function readExchange(request: IncomingMessage, response: ServerResponse): Promise<Exchange> {
+  const chunks: Buffer[] = []
+  for await (const chunk of request) chunks.push(chunk as Buffer)
+  const raw = Buffer.concat(chunks).toString('utf8')
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(raw)
+  } catch {
+    parsed = undefined
+  }
+  const batch = Array.isArray(parsed)
+  const calls = (batch ? parsed : parsed && typeof parsed === 'object' ? [parsed] : []) as RpcCall[]
+  return { request, response, raw, parsed, calls, batch }
+}
+
+function send(response: ServerResponse, reply: Reply): void {
+  response.writeHead(reply.status, reply.headers).end(reply.body)
+}
+
+type Node = ReturnType<typeof nodeAt>
+
+/** The one place that talks to the node behind the proxy. */
+function nodeAt(target: string) {
+  async function post(body: string): Promise<Reply> {
+    const response = await fetch(target, { method: 'POST', headers: json, body })
+    return { status: response.status, headers: json, body: await response.text() }
+  }
+
+  /** Answers `calls` in order: those in `local` as given, the others from the node in one batch. */
+  async function answerCalls(calls: RpcCall[], local: Map<RpcId, RpcAnswer>): Promise<RpcAnswer[]> {
+    const remote = calls.filter((call) => !local.has(call.id))
+    const answers = remote.length === 0 ? [] : (JSON.parse((await post(JSON.stringify(remote))).body) as RpcAnswer[])
+    const byId = new Map(answers.map((answer) => [answer.id, answer]))
+    return calls.map((call) => local.get(call.id) ?? byId.get(call.id)!)
+  }
+
+  async function head(): Promise<number> {
+    const answer = JSON.parse((await post(JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'eth_blockNumber', params: [] }))).body) as RpcAnswer
+    return Number.parseInt(String(answer.result), 16)
+  }
+
+  return { post, answerCalls, head }
+}
+
+/** Layer 1: the limits of a real node, and how many requests each refused. */
+function limitedNode(initial: RpcLimits) {
+  let limits = initial
+  let window = { startedAt: 0, requests: 0 }
+  const counts: LimitCounts = { batch_refused: 0, too_large: 0, no_batches: 0, rate_limited: 0, delayed: 0, log_range_refused: 0 }
+
+  /** A fixed window: the first `requests` of each `windowMs` pass. */
+  function overRate({ requests, windowMs }: NonNullable<RpcLimits['rateLimit']>): boolean {
+    const now = Date.now()
+    if (now - window.startedAt >= windowMs) window = { startedAt: now, requests: 0 }
+    return ++window.requests > requests
+  }
+
+  return {
+    counts,
+    set(next: RpcLimits) {
+      limits = next
+    },
+
+    /** The answer a limited node gives to the whole request instead of forwarding it, if a limit applies. */
+    refuse({ calls, batch }: Exchange): Reply | undefined {
+      if (limits.rateLimit && overRate(limits.rateLimit)) {
+        counts.rate_limited++
+        return rateLimited(limits.rateLimit.retryAfterS)
+      }
+      if (!batch) return undefined
+      if (limits.noBatches) {
+        counts.no_batches++
+        return jsonReply(rpcError(null, -32600, 'batch requests are not supported'))
+      }
+      if (limits.batchLimit && calls.length > limits.batchLimit.max) {
+        counts.batch_refused++
+        return batchRefusal(limits.batchLimit, calls)
+      }
+      return undefined
+    },
+
+    /** How long a slow node takes: msPerCall for each call of the request. */
+    delayMs({ calls, batch }: Exchange): number {
+      if (!limits.msPerCall) return 0
+      counts.delayed++
+      return limits.msPerCall * (batch ? calls.length : 1)
+    },
+
+    /** The eth_getLogs calls over more than maxLogRange blocks, each answered with its refusal. */
+    refuseLogRanges(calls: RpcCall[]): Map<RpcId, RpcAnswer> {
+      const refused = new Map<RpcId, RpcAnswer>()
+      const max = limits.maxLogRange
+      if (max === undefined) return refused
+      for (const call of calls) {
+        const span = logSpan(call)
+        if (span === undefined || span <= max) continue
+        counts.log_range_refused++
+        refused.set(call.id, rpcError(call.id, -32005, `block range too large: ${span} > ${max}`))
+      }
+      return refused
+    },
+
+    /** geth's batch response limit: once the answers pass maxResponseBytes, every remaining call gets -32003. */
+    capResponse({ batch }: Exchange, reply: Reply): Reply {
+      if (limits.maxResponseBytes === undefined || !batch) return reply
+      const max = limits.maxResponseBytes
+      let bytes = 0
+      let capped = false
+      const answers = (JSON.parse(reply.body) as RpcAnswer[]).map((answer) => {
+        bytes += JSON.stringify(answer).length
+        if (bytes <= max) return answer
+        capped = true
+        return rpcError(answer.id, -32003, 'response too large')
+      })
+      if (capped) counts.too_large++
+      return { ...reply, body: JSON.stringify(answers) }
+    },
+  }
+}
+
+/** A batch over the limit, refused the way each node does it. */
+function batchRefusal({ max, shape }: NonNullable<RpcLimits['batchLimit']>, calls: RpcCall[]): Reply {
+  switch (shape) {
+    case 'erigon':
+      return jsonReply(rpcError(null, -32000, `batch limit ${max} exceeded: ${calls.length} requests given`))
+    case 'besu':
+      return jsonReply(calls.map((call) => rpcError(call.id, -32602, `Number of requests in batch exceeds limit of ${max}`)))
+    case 'http413':
+      return { status: 413, headers: plainText, body: 'Request Entity Too Large' }
+    case 'http400':
+      return { status: 400, headers: plainText, body: `batch size ${calls.length} exceeds the maximum of ${max}` }
+  }
+}
+
+/** How many blocks an eth_getLogs call asks for (NaN for a tag such as `latest`, which is refused); undefined for other methods. */
+function logSpan(call: RpcCall): number | undefined {
+  if (call.method !== 'eth_getLogs') return undefined
+  const filter = (call.params?.[0] ?? {}) as { fromBlock?: string; toBlock?: string }
+  return Number(filter.toBlock) - Number(filter.fromBlock) + 1
+}
+
+const calm: ChaosSettings = { faultRate: 0, faults: httpFaults, laggingShare: 0, maxLag: 0, shuffleBatches: false, swapResults: 0 }
+
+/**
+ * Layer 3: a bad provider's load-balanced pool. Every choice is drawn from the test's seeded
+ * Random, and the draws are made for every request, calm settings included, so a run follows
+ * from its seed.
+ */
+function chaoticPool(random: Random, node: Node, counts: ProxyCounts) {
+  let settings: ChaosSettings = { ...calm }
+  let turn = 0
+  return {
+    set(next: Partial<ChaosSettings>) {
+      settings = { ...settings, ...next }
+    },
+
+    /** A fault for a share faultRate of requests; the kinds in turn rather than at random, so each shows up even in a short run. */
+    fault(): RpcFault {
+      return random.next() < settings.faultRate ? settings.faults[turn++ % settings.faults.length]! : 'ok'
+    },
+
+    retryAfterS: () => Math.floor(random.next() * 2),
+    cutAt: (length: number) => Math.max(1, Math.floor(length * random.next())),
+
+    /** For a share laggingShare of requests, the head of the node (1..maxLag blocks behind) that answers it. */
+    async lagHead(): Promise<number | undefined> {
+      if (random.next() >= settings.laggingShare) return undefined
+      counts.lagging++
+      return Math.max(0, (await node.head()) - (1 + Math.floor(random.next() * settings.maxLag)))
+    },
+
+    /** The answers, for a share swapResults with two results traded, a batch's answers shuffled. */
+    reshape({ calls, batch }: Exchange, reply: Reply): Reply {
+      const answered = JSON.parse(reply.body) as RpcAnswer | RpcAnswer[]
+      let answers = Array.isArray(answered) ? answered : [answered]
+      const swapped = random.next() < settings.swapResults ? swapTwoResults(calls, answers) : undefined
+      if (swapped) {
+        counts.swapped++
+        answers = swapped
+      }
+      if (batch && settings.shuffleBatches && answers.length > 1) {
+        counts.shuffled++
+        answers = shuffle(answers, random)
+      }
+      return { ...reply, body: JSON.stringify(asAsked(batch, answers)) }
+    },
+  }
+}
+
+const toHex = (n: number) => `0x${n.toString(16)}`
+
+/** The block an answer comes from: a block's number, a receipt's blockNumber; undefined for other answers. */
+function answeredBlock(method: string, result: unknown): number | undefined {
+  const field = method.startsWith('eth_getBlockBy') ? 'number' : method === 'eth_getTransactionReceipt' ? 'blockNumber' : undefined
+  if (!field || !result || typeof result !== 'object' || !(field in result)) return undefined
+  return Number.parseInt(String((result as Record<string, unknown>)[field]), 16)
+}
+
+/**
+ * What a node behind at `head` answers: its `latest` and eth_blockNumber are its head, and it has
+ * no block or receipt newer than that (null, as for one not mined yet).
+ */
+async function answerAsLaggingNode(node: Node, calls: RpcCall[], head: number, refused: Map<RpcId, RpcAnswer>): Promise<RpcAnswer[]> {
+  const local = new Map(refused)
+  const asked = calls.map((call) => {
+    if (call.method === 'eth_blockNumber') local.set(call.id, { jsonrpc: '2.0', id: call.id, result: toHex(head) })
+    if (call.method === 'eth_getBlockByNumber' && call.params?.[0] === 'latest') return { ...call, params: [toHex(head), ...call.params.slice(1)] }
+    return call
+  })
+  const answers = await node.answerCalls(asked, local)
+  return answers.map((answer, i) => {
+    const block = answeredBlock(calls[i]!.method, answer.result)
+    return block !== undefined && block > head ? { ...answer, result: null } : answer
+  })
+}
+
+/** Two answers of one method (the first and last asked) trade results, ids kept; undefined when there is no such pair or their results are equal. */
+function swapTwoResults(calls: RpcCall[], answers: RpcAnswer[]): RpcAnswer[] | undefined {
+  const method = calls.find((call, i) => calls.findIndex((other) => other.method === call.method) !== i)?.method
+  if (!method) return undefined
+  const ids = calls.filter((call) => call.method === method).map((call) => call.id)
+  const a = answers.find((answer) => answer.id === ids[0])!
+  const b = answers.find((answer) => answer.id === ids[ids.length - 1])!
+  if (JSON.stringify(a.result) === JSON.stringify(b.result)) return undefined
+  return answers.map((answer) => (answer === a ? { ...a, result: b.result } : answer === b ? { ...b, result: a.result } : answer))
+}
+
+function shuffle<T>(items: T[], random: Random): T[] {
+  const out = [...items]
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random.next() * (i + 1))
+    ;[out[i], out[j]] = [out[j]!, out[i]!]
+  }
+  return out
 }

@@ -9,9 +9,9 @@ import { createRegistry } from '../../src/registry/register.js'
 import { request, startTestApi, type TestApi } from '../support/api.js'
 import { sendMixedTraffic, startTestChain, type TestChain } from '../support/chain.js'
 import { indexThrough } from '../support/indexer.js'
+import { startRpcProxy } from '../support/rpc-proxy.js'
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from '../support/services.js'
 import { CUSTOM_REGISTRY, sendCraftedTraffic, type Crafted } from './crafted.js'
-import { startRpcProxy } from './rpc-proxy.js'
 
 /**
  * Validation by hash against traffic mined on anvil: every attributed
@@ -312,16 +312,16 @@ describe('from the chain, with the index emptied', () => {
   })
 
   it('halves the eth_getLogs range when a node refuses a large one', async () => {
-    const proxy = await startRpcProxy(chain.rpcUrl, { maxLogRange: 4 })
+    const proxy = await startRpcProxy({ target: chain.rpcUrl, limits: { maxLogRange: 4 } })
     const limited = await startTestApi({ db: database.db, databaseUrl: database.url, redisUrl: redis.url, env: { RPC_URL: proxy.url } })
     try {
       const response = await validate('userOperation', crafted.multiCodeOp.hash, {}, limited.url)
       expect(response.status).toBe(200)
       expect(response.body).toEqual({ ...(indexAnswers.get(`userOperation:${crafted.multiCodeOp.hash}`) as object), source: 'rpc' })
-      expect(proxy.getLogsCalls()).toBeGreaterThan(1)
+      expect(proxy.methodCalls['eth_getLogs']).toBeGreaterThan(1)
     } finally {
       await limited.close()
-      await proxy.stop()
+      await proxy.close()
     }
   })
 })
@@ -409,15 +409,14 @@ describe('bad requests and unknown hashes', () => {
 describe('node failures', () => {
   const someHash = `0x${'cd'.repeat(32)}`
 
-  async function withProxiedApi(mode: 'hang' | 'error', env: Record<string, string>, run: (url: string) => Promise<void>) {
-    const proxy = await startRpcProxy(chain.rpcUrl)
-    proxy.setMode(mode)
+  async function withProxiedApi(fault: 'timeout' | '500', env: Record<string, string>, run: (url: string) => Promise<void>) {
+    const proxy = await startRpcProxy({ target: chain.rpcUrl, fault: () => fault })
     const proxied = await startTestApi({ db: database.db, databaseUrl: database.url, redisUrl: redis.url, env: { RPC_URL: proxy.url, ...env } })
     try {
       await run(proxied.url)
     } finally {
       await proxied.close()
-      await proxy.stop()
+      await proxy.close()
     }
   }
 
@@ -435,13 +434,13 @@ describe('node failures', () => {
   })
 
   it('502 when the node answers HTTP 500', async () => {
-    await withProxiedApi('error', { CHAIN_ID: String(chain.chainId) }, async (url) => {
+    await withProxiedApi('500', { CHAIN_ID: String(chain.chainId) }, async (url) => {
       expect((await validate('transaction', someHash, {}, url)).status).toBe(502)
     })
   })
 
   it('504 when the node does not answer in time', async () => {
-    await withProxiedApi('hang', { CHAIN_ID: String(chain.chainId), RPC_TIMEOUT_MS: '300' }, async (url) => {
+    await withProxiedApi('timeout', { CHAIN_ID: String(chain.chainId), RPC_TIMEOUT_MS: '300' }, async (url) => {
       const response = await validate('userOperation', someHash, {}, url)
       expect(response.status).toBe(504)
       expect(response.body.error.code).toBe('gateway_timeout')
