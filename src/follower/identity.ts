@@ -1,6 +1,7 @@
 import type { Database } from '../db/client.js'
 import type { Logger } from '../logger.js'
 import type { Rpc } from '../rpc/client.js'
+import { recordGenesis, storedGenesis } from '../store/chain-state.js'
 import { rollbackAbove } from '../store/rollback.js'
 
 /** The node serves another chain than the one this database indexed under the same chain id. */
@@ -40,12 +41,12 @@ async function readGenesis(rpc: Rpc): Promise<string | undefined> {
 export async function verifyChainIdentity({ db, rpc, chain, logger }: { db: Database; rpc: Rpc; chain: IdentifiedChain; logger: Logger }): Promise<void> {
   const genesis = await readGenesis(rpc)
   if (!genesis) throw new ChainIdentityError(`chain ${chain.chainId}: the node at ${new URL(chain.rpcUrl).host} does not serve block 0, so the chain cannot be identified`)
-  const [stored] = await db.$client<{ genesis_hash: string | null }[]>`select genesis_hash from chain_state where chain_id = ${chain.chainId}`
-  if (stored?.genesis_hash === genesis) return
-  if (stored && stored.genesis_hash !== null) {
+  const stored = await storedGenesis(db.$client, chain.chainId)
+  if (stored === genesis) return
+  if (stored !== undefined) {
     if (!chain.devnet) {
       throw new ChainIdentityError(
-        `chain ${chain.chainId}: the node at ${new URL(chain.rpcUrl).host} has genesis block ${genesis}, but this database indexed chain ${chain.chainId} with genesis ${stored.genesis_hash}; ` +
+        `chain ${chain.chainId}: the node at ${new URL(chain.rpcUrl).host} has genesis block ${genesis}, but this database indexed chain ${chain.chainId} with genesis ${stored}; ` +
           'refusing to mix two chains (use another DATABASE_URL for this node, or the node of the indexed chain)',
       )
     }
@@ -53,7 +54,7 @@ export async function verifyChainIdentity({ db, rpc, chain, logger }: { db: Data
     try {
       const removed = await rollbackAbove(sql, chain.chainId, chain.startBlock - 1)
       logger.info(
-        { chain_id: chain.chainId, genesis, previous_genesis: stored.genesis_hash, removed },
+        { chain_id: chain.chainId, genesis, previous_genesis: stored, removed },
         'new devnet chain (its genesis differs from the indexed one): the previous devnet run’s index was reset',
       )
     } finally {
@@ -61,8 +62,5 @@ export async function verifyChainIdentity({ db, rpc, chain, logger }: { db: Data
     }
   }
   // first start, or a database that predates the column: this node's chain is the indexed one from now on
-  await db.$client`
-    insert into chain_state (chain_id, head_block, head_hash, genesis_hash, updated_at)
-    values (${chain.chainId}, 0, ${genesis}, ${genesis}, now())
-    on conflict (chain_id) do update set genesis_hash = excluded.genesis_hash, updated_at = now()`
+  await recordGenesis(db.$client, chain.chainId, genesis)
 }

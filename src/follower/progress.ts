@@ -1,19 +1,9 @@
 import type postgres from 'postgres'
 import type { Logger } from '../logger.js'
 import type { IndexerMetrics } from '../metrics/indexer.js'
-import { indexedThrough } from '../store/ranges.js'
+import { doneSince, indexedThrough } from '../store/ranges.js'
 
 const REPORT_INTERVAL_MS = 10_000
-
-type Done = { blocks: number; transactions: number; attributions: number }
-
-/** What the ranges finished since `since` indexed (done_at is set in the commit that counts them). */
-async function doneSince(sql: postgres.ReservedSql, chainId: number, since: number): Promise<Done> {
-  const [row] = await sql<{ blocks: string | null; txs: string | null; attributions: string | null }[]>`
-    select sum(to_block - from_block + 1) as blocks, sum(tx_count) as txs, sum(attribution_count) as attributions
-    from ranges where chain_id = ${chainId} and status = 'done' and done_at > ${new Date(since).toISOString()}::timestamptz`
-  return { blocks: Number(row?.blocks ?? 0), transactions: Number(row?.txs ?? 0), attributions: Number(row?.attributions ?? 0) }
-}
 
 const perSecond = (count: number, seconds: number) => (seconds > 0 ? Number((count / seconds).toFixed(1)) : 0)
 

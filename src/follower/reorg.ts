@@ -1,29 +1,9 @@
-import type { Hex } from 'viem'
 import type postgres from 'postgres'
 import type { Rpc } from '../rpc/client.js'
+import { knownPointsBelow } from '../store/blocks.js'
 
-/** A block whose hash the index has committed to: a range boundary or an indexed block. */
-export type KnownPoint = { number: number; hash: Hex }
-
-/** Known points at or below `atOrBelow`, highest first. */
-export async function knownPointsBelow(
-  sql: postgres.ReservedSql,
-  chainId: number,
-  atOrBelow: number,
-  limit: number,
-): Promise<KnownPoint[]> {
-  const rows = await sql<{ number: string; hash: Hex }[]>`
-    select number, hash from (
-      select to_block as number, to_hash as hash from ranges where chain_id = ${chainId} and to_block <= ${atOrBelow}
-      union
-      select from_block - 1, parent_hash from ranges where chain_id = ${chainId} and from_block > 0 and from_block - 1 <= ${atOrBelow}
-      union
-      select number, hash from blocks where chain_id = ${chainId} and number <= ${atOrBelow}
-    ) points
-    order by number desc
-    limit ${limit}`
-  return rows.map((row) => ({ number: Number(row.number), hash: row.hash }))
-}
+/** Whether two block hashes are the same (nodes differ in the case of hex digits). */
+export const sameHash = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
 
 export type BranchCheck =
   /** The node agrees with the index at its highest common height. */
@@ -43,7 +23,7 @@ export async function checkBranch(sql: postgres.ReservedSql, rpc: Rpc, chainId: 
   if (!point) return { kind: 'same' }
   const header = await rpc.header(point.number)
   if (!header) return { kind: 'behind' }
-  return header.hash.toLowerCase() === point.hash.toLowerCase() ? { kind: 'same' } : { kind: 'reorg', mismatchAt: point.number }
+  return sameHash(header.hash, point.hash) ? { kind: 'same' } : { kind: 'reorg', mismatchAt: point.number }
 }
 
 const WALK_PAGE = 32
@@ -67,16 +47,9 @@ export async function findCommonAncestor(
     const headers = await rpc.headers(points.map((point) => point.number))
     for (const [i, point] of points.entries()) {
       const header = headers[i]
-      if (header && header.hash.toLowerCase() === point.hash.toLowerCase()) return point.number
+      if (header && sameHash(header.hash, point.hash)) return point.number
     }
     cursor = points[points.length - 1]!.number - 1
     if (cursor <= floor) return floor
   }
-}
-
-/** The highest range boundary at or below `block`: rollbacks cut the index only at range edges. */
-export async function rangeBoundaryAtOrBelow(sql: postgres.ReservedSql, chainId: number, block: number, floor: number): Promise<number> {
-  const [row] = await sql<{ to_block: string }[]>`
-    select to_block from ranges where chain_id = ${chainId} and to_block <= ${block} order by to_block desc limit 1`
-  return row ? Number(row.to_block) : floor
 }

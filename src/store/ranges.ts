@@ -165,3 +165,20 @@ export async function stuckRanges(sql: Sql, minAttempts: number, limit = 20): Pr
     lastErrorAt: row.last_error_at === null ? null : new Date(row.last_error_at),
   }))
 }
+
+/** The highest range boundary at or below `block`: rollbacks cut the index only at range edges. */
+export async function rangeBoundaryAtOrBelow(sql: Sql, chainId: number, block: number, floor: number): Promise<number> {
+  const [row] = await sql<{ to_block: string }[]>`
+    select to_block from ranges where chain_id = ${chainId} and to_block <= ${block} order by to_block desc limit 1`
+  return row ? Number(row.to_block) : floor
+}
+
+export type Done = { blocks: number; transactions: number; attributions: number }
+
+/** What the ranges finished since `since` indexed (done_at is set in the commit that counts them). */
+export async function doneSince(sql: Sql, chainId: number, since: number): Promise<Done> {
+  const [row] = await sql<{ blocks: string | null; txs: string | null; attributions: string | null }[]>`
+    select sum(to_block - from_block + 1) as blocks, sum(tx_count) as txs, sum(attribution_count) as attributions
+    from ranges where chain_id = ${chainId} and status = 'done' and done_at > ${new Date(since).toISOString()}::timestamptz`
+  return { blocks: Number(row?.blocks ?? 0), transactions: Number(row?.txs ?? 0), attributions: Number(row?.attributions ?? 0) }
+}

@@ -1,0 +1,66 @@
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { createTicker, latestHeader, targetOf } from './head.js'
+
+afterEach(() => {
+  vi.useRealTimers()
+})
+
+const HEADER = { number: '0x1f', hash: `0x${'a'.repeat(64)}`, parentHash: `0x${'b'.repeat(64)}`, timestamp: '0x0' }
+
+describe('latestHeader', () => {
+  it('asks for the latest block without its transactions', async () => {
+    const request = vi.fn(async () => HEADER)
+    expect(await latestHeader({ request } as never)).toBe(HEADER)
+    expect(request).toHaveBeenCalledWith('eth_getBlockByNumber', ['latest', false])
+  })
+
+  it('throws when the node returns none', async () => {
+    await expect(latestHeader({ request: async () => null } as never)).rejects.toThrow('node returned no latest block')
+  })
+})
+
+describe('targetOf', () => {
+  it('is the head minus the confirmations', () => {
+    expect(targetOf(100, 0)).toBe(100)
+    expect(targetOf(100, 12)).toBe(88)
+    expect(targetOf(5, 12)).toBe(-7)
+  })
+})
+
+describe('createTicker', () => {
+  /** A ticker of 1 s under fake timers and one wait on it, after `before` (if any). */
+  function waitOnTicker(before?: (ticker: ReturnType<typeof createTicker>) => void) {
+    vi.useFakeTimers()
+    const ticker = createTicker(1_000)
+    before?.(ticker)
+    let done = false
+    const waiting = ticker.wait().then(() => (done = true))
+    return { ticker, waiting, done: () => done }
+  }
+
+  it('waits the interval', async () => {
+    const wait = waitOnTicker()
+    await vi.advanceTimersByTimeAsync(999)
+    expect(wait.done()).toBe(false)
+    await vi.advanceTimersByTimeAsync(1)
+    await wait.waiting
+    expect(wait.done()).toBe(true)
+  })
+
+  it('ends the wait at a wake', async () => {
+    const wait = waitOnTicker()
+    await vi.advanceTimersByTimeAsync(10)
+    wait.ticker.wake()
+    await wait.waiting
+    expect(wait.done()).toBe(true)
+    expect(vi.getTimerCount()).toBe(0)
+  })
+
+  it('forgets a wake while no wait is under way', async () => {
+    const wait = waitOnTicker((ticker) => ticker.wake())
+    await vi.advanceTimersByTimeAsync(500)
+    expect(wait.done()).toBe(false)
+    await vi.advanceTimersByTimeAsync(500)
+    expect(wait.done()).toBe(true)
+  })
+})
