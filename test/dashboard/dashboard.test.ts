@@ -108,13 +108,19 @@ describe('dashboard page', () => {
     expect(api7d.body.entries.length).toBeGreaterThan(3)
     const rows = page.locator('#leaderboard tbody tr')
     await expect.poll(() => rows.count()).toBe(api7d.body.entries.length)
-    const shown = await rows.evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)))
+    // a registry cell shows its whole name on hover (a custom registry's address is shortened in the cell)
+    const shown = await rows.evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td, i) => (i === 8 && td.title) || td.textContent)))
     type Entry = { rank: number; code: string; total: number; transactions: number; userOperations: number; reverted: number; registry: string }
     expect(shown.map((cells) => [...cells.slice(0, 6), cells[8]])).toEqual(
       api7d.body.entries.map((entry: Entry) => [
         String(entry.rank), entry.code, ...[entry.total, entry.transactions, entry.userOperations, entry.reverted].map((n) => n.toLocaleString('en-US')), entry.registry,
       ]),
     )
+    const custom = api7d.body.entries.find((entry: Entry) => entry.registry !== 'canonical')
+    expect(custom).toBeDefined()
+    const [chainId, address] = custom.registry.split(':')
+    expect(shown[custom.rank - 1]![8]).toBe(custom.registry)
+    expect(await rows.nth(custom.rank - 1).locator('td').nth(8).textContent()).toBe(`${chainId}:${address.slice(0, 6)}…${address.slice(-4)}`)
   })
 
   it('shows the indexer status and the summary the API returns', async () => {

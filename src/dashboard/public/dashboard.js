@@ -55,6 +55,14 @@ function cell(row, text) {
   return td
 }
 
+/** A registry cell: `chainId:0x1234…abcd` for a custom registry (the whole name on hover), `canonical` as it is. */
+function registryCell(row, registry) {
+  const match = /^(\d+):(0x[0-9a-fA-F]{40})$/.exec(registry)
+  const td = cell(row, match ? `${match[1]}:${match[2].slice(0, 6)}…${match[2].slice(-4)}` : registry)
+  if (match) td.title = registry
+  return td
+}
+
 // --- code totals and chart ---
 
 function renderTotals(data) {
@@ -184,7 +192,7 @@ function attributionRow(item) {
   cell(row, item.status)
   cell(row, formatNumber.format(item.suffixGas))
   cell(row, String(item.schemaId))
-  cell(row, item.registry)
+  registryCell(row, item.registry)
   return row
 }
 
@@ -267,7 +275,7 @@ async function loadLeaderboard() {
     cell(row, formatNumber.format(entry.reverted))
     cell(row, formatPercent.format(entry.share))
     cell(row, entry.change === null ? '–' : `${entry.change > 0 ? '+' : ''}${formatNumber.format(entry.change)}`)
-    cell(row, entry.registry)
+    registryCell(row, entry.registry)
     const wallet = cell(row, entry.walletAddress ? `${entry.walletAddress.slice(0, 8)}…` : '')
     if (entry.walletAddress) wallet.title = entry.walletAddress
     body.append(row)
