@@ -57,8 +57,9 @@ export function createRegistry({ db, deriveCandidate = deriveBuilderCode, cacheS
    */
   async function register(walletAddress: string): Promise<BuilderCode & { created: boolean }> {
     const wallet = getAddress(walletAddress)
-    const known = cache.codeOf(wallet) ?? (await findByWallet(wallet))?.builderCode
+    const known = cache.codeOf(wallet)
     if (known) return { builderCode: known, walletAddress: wallet, created: false }
+    // insert first: a new wallet costs one round trip; a stored one conflicts on its wallet key and is read after
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const code = deriveCandidate(wallet, attempt)
       const inserted = await db
