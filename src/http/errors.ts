@@ -23,7 +23,6 @@ export class HttpError extends Error {
 export const badRequest = (field: string, reason: string) =>
   new HttpError(400, 'invalid_request', `${field}: ${reason}`, field)
 export const notFound = (message: string) => new HttpError(404, 'not_found', message)
-export const serviceUnavailable = (message: string) => new HttpError(503, 'service_unavailable', message)
 
 /** Default error codes for statuses Fastify itself raises (bad JSON, too large, wrong media type …). */
 const codeByStatus: Record<number, string> = {

@@ -1,6 +1,5 @@
 import { concat, getAddress, hexToBigInt, keccak256, numberToHex, type Address } from 'viem'
 
-export const BUILDER_CODE_PATTERN = /^bc_[0-9a-z]{8}$/
 const CODE_SPACE = 36n ** 8n
 
 /**

@@ -20,17 +20,6 @@ export type FailureKind =
   | 'unreadable'
   | 'item_error'
 
-export const FAILURE_KINDS: readonly FailureKind[] = [
-  'batch_limit',
-  'response_too_large',
-  'rate_limited',
-  'timeout',
-  'http_error',
-  'network',
-  'unreadable',
-  'item_error',
-]
-
 export type RpcErrorObject = { code?: number; message?: string }
 
 /** A failed request or call, with what the node said (kept for logs and `ranges.last_error`). */
