@@ -1,6 +1,6 @@
-import type { Hex } from 'viem'
+import { zeroHash as ZERO_HASH, type Hex } from 'viem'
 import { describe, expect, it, vi } from 'vitest'
-import { jobsFromHeaders, MAX_NEW_RANGES_PER_TICK, moreToCut, parentHashOf, planRanges, roomFor, ZERO_HASH } from './cut-ranges.js'
+import { jobsFromHeaders, MAX_NEW_RANGES_PER_TICK, moreToCut, parentHashOf, planRanges, roomFor } from './cut-ranges.js'
 
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}` as Hex
 const header = (n: number) => ({ hash: hash(n) })

@@ -1,11 +1,10 @@
-import type { Hex } from 'viem'
+import { zeroHash, type Hex } from 'viem'
 import type { IndexerMetrics } from '../metrics/indexer.js'
 import { enqueueRanges, type RangeQueue } from '../pipeline/queue.js'
 import type { RawHeader, Rpc } from '../rpc/client.js'
 import { countPending, insertRanges, lastRange, type RangeJob } from '../store/ranges.js'
 import { assertLockHeld, type ChainLock } from './lock.js'
 
-export const ZERO_HASH = `0x${'0'.repeat(64)}` as Hex
 /** Range boundaries fetched per tick: bounds one tick's work while backfilling. */
 export const MAX_NEW_RANGES_PER_TICK = 100
 
@@ -53,7 +52,7 @@ export function moreToCut(jobs: readonly RangeJob[], bounds: readonly Bounds[], 
 
 /** The hash of block `block - 1` (zeros for block 0), or undefined when the node lacks it. */
 export async function parentHashOf(rpc: Pick<Rpc, 'header'>, block: number): Promise<Hex | undefined> {
-  if (block === 0) return ZERO_HASH
+  if (block === 0) return zeroHash
   const header = await rpc.header(block - 1)
   return header?.hash
 }

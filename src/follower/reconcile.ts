@@ -2,9 +2,10 @@ import type postgres from 'postgres'
 import type { Logger } from '../logger.js'
 import type { IndexerMetrics } from '../metrics/indexer.js'
 import type { RawHeader, Rpc } from '../rpc/client.js'
+import { sameHash } from '../rpc/objects.js'
 import { clearMismatchFlags, firstFlaggedRange, lastRange, rangeBoundaryAtOrBelow, type RangeJob } from '../store/ranges.js'
 import { rollbackAbove } from '../store/rollback.js'
-import { checkBranch, findCommonAncestor, sameHash } from './reorg.js'
+import { checkBranch, findCommonAncestor } from './reorg.js'
 
 type Bounds = Pick<RangeJob, 'fromBlock' | 'toBlock'>
 type Header = Pick<RawHeader, 'hash'> | null | undefined

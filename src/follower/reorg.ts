@@ -1,9 +1,7 @@
 import type postgres from 'postgres'
 import type { Rpc } from '../rpc/client.js'
+import { sameHash } from '../rpc/objects.js'
 import { knownPointsBelow } from '../store/blocks.js'
-
-/** Whether two block hashes are the same (nodes differ in the case of hex digits). */
-export const sameHash = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
 
 export type BranchCheck =
   /** The node agrees with the index at its highest common height. */

@@ -1,7 +1,7 @@
 import { numberToHex, type Hex } from 'viem'
 import { matchesFilter, scanBlockBatch, type ScannedBlock, type TransactionFilter } from './block-scan.js'
 import { BlockNotFoundError, MismatchedAnswerError, ReceiptNotFoundError } from './errors.js'
-import type { RawReceipt, RawTransaction } from './objects.js'
+import { sameHash, type RawReceipt, type RawTransaction } from './objects.js'
 import type { Transport } from './transport.js'
 
 /**
@@ -40,7 +40,7 @@ function scannedFrom(value: unknown, number: number, filter: TransactionFilter):
 function checkedReceipt(value: unknown, hash: Hex): RawReceipt {
   const receipt = value as RawReceipt | null
   if (!receipt) throw new ReceiptNotFoundError(hash)
-  if (receipt.transactionHash.toLowerCase() !== hash.toLowerCase()) {
+  if (!sameHash(receipt.transactionHash, hash)) {
     throw new MismatchedAnswerError(`asked for the receipt of ${hash}, the node answered the receipt of ${receipt.transactionHash}`)
   }
   return receipt

@@ -1,5 +1,8 @@
 import type { Address, Hex } from 'viem'
 
+/** Whether two hashes are the same: nodes differ in the letter case of hex digits. */
+export const sameHash = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
+
 /**
  * JSON-RPC objects as nodes send them (hex strings), with only the fields
  * the service reads. They are kept raw on purpose: formatting every
