@@ -1,5 +1,6 @@
-import { decodeEventLog, decodeFunctionData, getAddress, toEventSelector, type Address, type Hex } from 'viem'
+import { decodeEventLog, decodeFunctionData, getAddress, toEventSelector, toFunctionSelector, type Address, type Hex } from 'viem'
 import { entryPoint06Abi, entryPoint07Abi } from 'viem/account-abstraction'
+import { readHandleAggregatedOps, readHandleOps, readUserOperationEvent, type OpLayout, type ReadOp } from './bundle-calldata.js'
 import { MARKER_HEX } from './marker.js'
 
 /**
@@ -14,6 +15,25 @@ const bundleAbi = [
   ...entryPoint06Abi.filter((item) => item.type === 'function' && (item.name === 'handleOps' || item.name === 'handleAggregatedOps')),
   ...entryPoint07Abi.filter((item) => item.type === 'function' && (item.name === 'handleOps' || item.name === 'handleAggregatedOps')),
 ]
+
+type AbiParameter = { type: string; name?: string; components?: readonly AbiParameter[] }
+
+/** The op tuple's layout, from the ABI: `handleOps(ops[], …)` or `handleAggregatedOps((ops[], …)[], …)`. */
+function opLayoutOf(item: (typeof bundleAbi)[number]): OpLayout {
+  const first = item.inputs[0] as AbiParameter
+  const fields = (item.name === 'handleOps' ? first.components : first.components?.[0]?.components) ?? []
+  if (fields[0]?.type !== 'address' || fields[1]?.type !== 'uint256') throw new Error(`unexpected ${item.name} layout`)
+  return {
+    words: fields.length,
+    dynamic: fields.flatMap((field, position) => (field.type === 'bytes' ? [position] : [])),
+    callData: fields.findIndex((field) => field.name === 'callData'),
+  }
+}
+
+/** Each bundle function's selector, with its op layout and the reader of its calldata. */
+const bundleReaders = new Map(
+  bundleAbi.map((item) => [toFunctionSelector(item), { layout: opLayoutOf(item), read: item.name === 'handleOps' ? readHandleOps : readHandleAggregatedOps }]),
+)
 
 /** The UserOperationEvent is identical in 0.6, 0.7 and 0.8. */
 export const userOperationEventAbi = entryPoint07Abi.filter((item) => item.type === 'event' && item.name === 'UserOperationEvent')
@@ -66,6 +86,24 @@ export function mayCarryAttributedOps(input: string): boolean {
  * calldata is not a `handleOps`/`handleAggregatedOps` call. Never throws.
  */
 export function extractUserOperations(input: Hex): BundledUserOperation[] | undefined {
+  if (!bundleReaders.has(input.slice(0, 10) as Hex)) return undefined
+  return readUserOperations(input) ?? decodeWithViem(input)
+}
+
+/** The fast reading of a bundle's calldata (bundle-calldata.ts), or undefined where it leaves the input to viem. */
+export function readUserOperations(input: Hex): BundledUserOperation[] | undefined {
+  const reader = bundleReaders.get(input.slice(0, 10) as Hex)
+  return reader?.read(input, reader.layout)?.map((op, index) => bundled(op, index))
+}
+
+function bundled({ sender, nonce, callData, aggregator }: ReadOp, index: number): BundledUserOperation {
+  const op: BundledUserOperation = { index, sender, nonce, callData }
+  if (aggregator) op.aggregator = aggregator
+  return op
+}
+
+/** What the fast reader leaves to viem: input in capitals, odd offsets, anything unusual. */
+function decodeWithViem(input: Hex): BundledUserOperation[] | undefined {
   let decoded
   try {
     decoded = decodeFunctionData({ abi: bundleAbi, data: input })
@@ -101,6 +139,13 @@ export function userOperationOutcomes(logs: readonly LogLike[], entryPoint: stri
   for (const log of logs) {
     // other EntryPoint events (BeforeExecution, Deposited …) are skipped by topic: a failed decode builds an error
     if (log.topics[0] !== USER_OPERATION_EVENT_TOPIC || log.address.toLowerCase() !== wanted) continue
+    const read = readUserOperationEvent(log.topics, log.data)
+    if (read === null) continue
+    if (read) {
+      const { userOpHash, success, actualGasCost, actualGasUsed } = read
+      outcomes.set(operationKey(read.sender, read.nonce), { userOpHash, success, actualGasCost, actualGasUsed })
+      continue
+    }
     try {
       const event = decodeEventLog({
         abi: userOperationEventAbi,

@@ -1,9 +1,11 @@
 import { Attribution } from 'ox/erc8021'
+import { getAddress } from 'viem'
 import { decodeAttribution, type DecodeResult } from '../../src/attribution/decode.js'
 import { MARKER_HEX } from '../../src/attribution/marker.js'
 import { candidateFilter } from '../../src/attribution/records.js'
 import { matchesFilter, scanBlockBatch, ScanFailed, type ScannedBlock } from '../../src/rpc/block-scan.js'
 import type { Random } from '../../devnet/suffixes.js'
+import { bundleDisagreement, eventDisagreement, randomBundleInput, randomEventLog } from './bundle-differential.js'
 
 /**
  * Differential oracles (issue 11): the codec against ox/erc8021, the block
@@ -270,17 +272,33 @@ export function randomCodecInput(random: Random, hostileCalldata: (random: Rando
 export type DifferentialResult = {
   codecInputs: number
   batches: number
+  /** Bundles (and receipts of UserOperationEvents) read by the EntryPoint reader and by viem. */
+  bundles: number
+  /** Bundles the fast reader read itself rather than leaving them to viem. */
+  bundlesReadFast: number
   /** Batches the scanner gave up on (the caller then parses them whole). */
   scannerGaveUp: number
   /** A few disagreements, each with the input that reproduces it. */
-  disagreements: Array<{ oracle: 'codec' | 'scanner'; input: string; problem: string }>
+  disagreements: Array<{ oracle: 'codec' | 'scanner' | 'bundle' | 'event'; input: string; problem: string }>
   disagreementCount: number
 }
 
-/** Both differential runs from one seed: `codecInputs` calldata inputs against ox, `batches` batch responses against JSON.parse. */
-export function runDifferential(options: { random: Random; codecInputs: number; batches: number; hostileCalldata: (random: Random) => string }): DifferentialResult {
-  const result: DifferentialResult = { codecInputs: options.codecInputs, batches: options.batches, scannerGaveUp: 0, disagreements: [], disagreementCount: 0 }
-  const note = (oracle: 'codec' | 'scanner', input: string, problem: string) => {
+/**
+ * The differential runs from one seed: `codecInputs` calldata inputs against
+ * ox, `batches` batch responses against JSON.parse, `bundles` bundles and
+ * receipts against viem.
+ */
+export function runDifferential(options: { random: Random; codecInputs: number; batches: number; bundles: number; hostileCalldata: (random: Random) => string }): DifferentialResult {
+  const result: DifferentialResult = {
+    codecInputs: options.codecInputs,
+    batches: options.batches,
+    bundles: options.bundles,
+    bundlesReadFast: 0,
+    scannerGaveUp: 0,
+    disagreements: [],
+    disagreementCount: 0,
+  }
+  const note = (oracle: DifferentialResult['disagreements'][number]['oracle'], input: string, problem: string) => {
     result.disagreementCount++
     if (result.disagreements.length < 10) result.disagreements.push({ oracle, input: input.slice(0, 2_000), problem })
   }
@@ -294,6 +312,15 @@ export function runDifferential(options: { random: Random; codecInputs: number; 
     const { problem, gaveUp } = scannerDisagreement(text, numbers)
     if (gaveUp) result.scannerGaveUp++
     if (problem) note('scanner', `${JSON.stringify(numbers)} ${text}`, problem)
+  }
+  for (let i = 0; i < options.bundles; i++) {
+    const input = randomBundleInput(options.random)
+    const { problem, fast } = bundleDisagreement(input)
+    if (fast) result.bundlesReadFast++
+    if (problem) note('bundle', input, problem)
+    const logs = Array.from({ length: 1 + Math.floor(options.random.next() * 3) }, () => randomEventLog(options.random, getAddress(ENTRY_POINT)))
+    const eventProblem = eventDisagreement(logs, getAddress(ENTRY_POINT))
+    if (eventProblem) note('event', JSON.stringify(logs), eventProblem)
   }
   return result
 }

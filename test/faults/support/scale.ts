@@ -21,9 +21,10 @@ export type FaultKnobs = {
   lagBlocks: number
   httpRequests: number
   calldataInputs: number
-  /** Differential runs (issue 11): calldata inputs against ox, batch responses against JSON.parse. */
+  /** Differential runs (issue 11): calldata inputs against ox, batch responses against JSON.parse, bundles and receipts against viem. */
   differentialCodecInputs: number
   differentialBatches: number
+  differentialBundles: number
 }
 
 const knobsByScale: Record<FaultScale, FaultKnobs> = {
@@ -40,6 +41,7 @@ const knobsByScale: Record<FaultScale, FaultKnobs> = {
     calldataInputs: 1_000_000,
     differentialCodecInputs: 300_000,
     differentialBatches: 6_000,
+    differentialBundles: 50_000,
   },
   reduced: {
     crashTransactions: 4_000,
@@ -54,6 +56,7 @@ const knobsByScale: Record<FaultScale, FaultKnobs> = {
     calldataInputs: 200_000,
     differentialCodecInputs: 60_000,
     differentialBatches: 1_500,
+    differentialBundles: 10_000,
   },
 }
 
