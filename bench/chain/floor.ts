@@ -34,8 +34,13 @@ async function rawBatch(url: string, numbers: number[]): Promise<number> {
     numbers.map((number, id) => ({ jsonrpc: '2.0', id, method: 'eth_getBlockByNumber', params: [`0x${number.toString(16)}`, true] })),
   )
   const answer = await postJson(url, body, 120_000)
-  if (answer.status !== 200) throw new Error(`floor: HTTP ${answer.status}`)
-  const parsed = JSON.parse(answer.text) as RpcResponse[]
+  let parsed: RpcResponse[]
+  try {
+    if (answer.status !== 200) throw new Error(`floor: HTTP ${answer.status}`)
+    parsed = JSON.parse(answer.text) as RpcResponse[]
+  } finally {
+    answer.release()
+  }
   let transactions = 0
   for (const [i, item] of parsed.entries()) {
     if (!item.result) throw new Error(`floor: block ${numbers[i]} missing (${item.error?.message ?? 'null'})`)

@@ -1,13 +1,23 @@
 import { request } from 'undici'
+import { giveBack, takeBuffer } from './answer-buffers.js'
 
 /**
  * What one HTTP POST to the node came back with, before any JSON-RPC
  * reading: the body's bytes, and its text decoded on first use (a fast path
- * that reads the bytes never pays for decoding megabytes of UTF-8).
+ * that reads the bytes never pays for decoding megabytes of UTF-8). The
+ * bytes live in a reused buffer (answer-buffers.ts): read them, then
+ * `release()` the answer, and keep no view of `body` past that.
  */
-export type HttpAnswer = { status: number; body: Buffer; readonly text: string; retryAfterMs: number | undefined; ms: number }
+export type HttpAnswer = {
+  status: number
+  body: Buffer
+  readonly text: string
+  retryAfterMs: number | undefined
+  ms: number
+  release(): void
+}
 
-export function httpAnswer(status: number, body: Buffer, retryAfterMs: number | undefined, ms: number): HttpAnswer {
+export function httpAnswer(status: number, body: Buffer, retryAfterMs: number | undefined, ms: number, release: () => void = () => {}): HttpAnswer {
   let text: string | undefined
   return {
     status,
@@ -17,7 +27,30 @@ export function httpAnswer(status: number, body: Buffer, retryAfterMs: number | 
     },
     retryAfterMs,
     ms,
+    release,
   }
+}
+
+/** Reads a body into a reused buffer, sized by Content-Length when the node sends one, grown when it is short. */
+async function readBody(chunks: AsyncIterable<Buffer>, contentLength: number): Promise<{ buffer: Buffer; length: number }> {
+  let buffer = takeBuffer(contentLength)
+  let length = 0
+  try {
+    for await (const chunk of chunks) {
+      if (length + chunk.length > buffer.length) {
+        const larger = takeBuffer(2 * (length + chunk.length))
+        buffer.copy(larger, 0, 0, length)
+        giveBack(buffer)
+        buffer = larger
+      }
+      chunk.copy(buffer, length)
+      length += chunk.length
+    }
+  } catch (error) {
+    giveBack(buffer)
+    throw error
+  }
+  return { buffer, length }
 }
 
 /** The node did not answer within the request timeout. */
@@ -43,7 +76,8 @@ export function parseRetryAfter(header: string | string[] | undefined): number |
 }
 
 /**
- * POSTs one JSON-RPC body and reads the whole answer, whatever its status.
+ * POSTs one JSON-RPC body and reads the whole answer, whatever its status;
+ * the caller releases it once read.
  * undici's request API rather than fetch: a batch of full blocks is
  * megabytes, and fetch's web streams copied and decoded it in small steps
  * (about a fifth of the indexer's CPU in the backfill profile).
@@ -53,13 +87,14 @@ export async function postJson(url: string, requestBody: string, timeoutMs: numb
   const signal = AbortSignal.timeout(timeoutMs)
   try {
     const response = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: requestBody, signal })
-    const chunks: Buffer[] = []
-    let length = 0
-    for await (const chunk of response.body as AsyncIterable<Buffer>) {
-      chunks.push(chunk)
-      length += chunk.length
+    const declared = Number(response.headers['content-length'])
+    const { buffer, length } = await readBody(response.body as AsyncIterable<Buffer>, Number.isSafeInteger(declared) && declared > 0 ? declared : 0)
+    let released = false
+    const release = () => {
+      if (!released) giveBack(buffer)
+      released = true
     }
-    return httpAnswer(response.statusCode, Buffer.concat(chunks, length), parseRetryAfter(response.headers['retry-after']), performance.now() - started)
+    return httpAnswer(response.statusCode, buffer.subarray(0, length), parseRetryAfter(response.headers['retry-after']), performance.now() - started, release)
   } catch (error) {
     if (signal.aborted) throw new RpcTimeoutError(timeoutMs)
     throw new RpcNetworkError(`request to the node failed: ${(error as Error).message}`, { cause: error })

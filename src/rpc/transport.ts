@@ -155,6 +155,15 @@ export function createTransport(options: TransportOptions) {
       if (error instanceof RpcNetworkError) return { done: [], failed: [{ positions, failure: new RpcFailure('network', error.message) }] }
       throw error
     }
+    try {
+      return readAnswer(spec, positions, answer)
+    } finally {
+      answer.release()
+    }
+  }
+
+  /** An answer read call by call (or by the fast path), before its buffer goes back. */
+  function readAnswer<T>(spec: CallSpec<T>, positions: number[], answer: HttpAnswer): Answered<T> {
     observer.response?.(answer.status)
     limiter.answered(answer.ms)
     if (answer.status < 200 || answer.status >= 300) return { done: [], failed: [{ positions, failure: classifyHttp(answer, positions.length) }] }
