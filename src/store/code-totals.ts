@@ -44,14 +44,16 @@ export async function codeDailyRows(db: Database, query: CodeScope & { from: str
  * Exact distinct senders per day (kept counted in `code_daily_sender_counts`)
  * and over the days `from`…`to`. `rolling30d` reads the last 30 days kept
  * ready as a rolling window (moved to `now` first); any other window is
- * counted over `code_daily_senders`, in the one scope the filters name, so
+ * counted over `code_day_sender_refs`, in the one scope the filters name, so
  * it costs the code's senders per day.
  */
 export async function codeSenderCounts(
   sql: Sql,
   query: CodeScope & { from: string; to: string; rolling30d: boolean; now: Date },
 ): Promise<{ perDay: Array<{ day: string; count: number }>; overall: number }> {
-  const scope = sql`code = ${query.code} and registry = ${query.registry ?? ANY_REGISTRY} and chain_id = ${query.chainId ?? EVERY_CHAIN}`
+  const registry = query.registry ?? ANY_REGISTRY
+  const chainId = query.chainId ?? EVERY_CHAIN
+  const scope = sql`code = ${query.code} and registry = ${registry} and chain_id = ${chainId}`
   const [perDay, [overall]] = await Promise.all([
     sql<{ day: string; count: number }[]>`
       select day::text as day, senders::int as count from code_daily_sender_counts
@@ -62,8 +64,8 @@ export async function codeSenderCounts(
             select coalesce(sum(senders), 0)::int as count from code_sender_window_counts where window_name = ${CODE_SENDER_WINDOW} and ${scope}`,
         )
       : sql<{ count: number }[]>`
-          select count(distinct sender)::int as count from code_daily_senders
-          where ${scope} and day between ${query.from} and ${query.to} and attributions > 0`,
+          select count(distinct sender)::int as count from code_day_sender_refs
+          where code = ${query.code} and day between ${query.from} and ${query.to} and (refs ->> ${`${registry}|${chainId}`})::bigint > 0`,
   ])
   return { perDay, overall: overall!.count }
 }

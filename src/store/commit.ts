@@ -6,6 +6,7 @@ import type { BlockContext } from '../attribution/records.js'
 import type { Resolution } from '../attribution/decode.js'
 import { ATTRIBUTION_EVENTS_CHANNEL } from './events.js'
 import type { RangeJob } from './ranges.js'
+import { CHAIN_SCOPE_KEY, CODE_SCOPE_KEY, scopedDistinctCtes } from './scope-refs.js'
 
 /** A block of a range as stored: the recent chain the reorg check walks. */
 export type IndexedBlock = BlockContext & { parentHash: Hex; txCount: number }
@@ -68,8 +69,8 @@ type EventRange = { type: 'commit' | 'rollback'; fromBlock: number; toBlock: num
  * - per chain × day (and hour) × kind: attribution rows and distinct
  *   successful / failed transactions and UserOperations;
  * - exact unique senders per code × day (with its distinct count per day,
- *   in every chain / registry scope) and per chain × day, as reference
- *   counts (a row with 0 attributions left counts no more);
+ *   in every chain / registry scope: scope-refs.ts) and per chain × day, as
+ *   reference counts (a sender with 0 attributions left counts no more);
  * - the rolling windows (leaderboard, active codes, unique senders);
  * - one stream event per code, and a notification (sent on commit) naming them.
  * Rows are upserted in key order so concurrent commits take the shared rows'
@@ -121,11 +122,12 @@ function aggregateCtes(sql: Sql, rows: string, sign: 1 | -1, event: EventRange) 
       from buckets b cross join lateral (values (b.registry, b.chain_id), (b.registry, 0), ('*', b.chain_id), ('*', 0)) as s(registry, chain_id)
       group by 1, 2, 3, 4, 5
     ),
-    ${distinctCountCtes(sql, {
+    ${scopedDistinctCtes(sql, {
       name: 'code_senders',
       deltas: 'code_sender_deltas',
-      refs: 'code_daily_senders',
-      keys: ['code', 'registry', 'chain_id', 'day', 'sender'],
+      refs: 'code_day_sender_refs',
+      rowKeys: ['code', 'day', 'sender'],
+      scopeKey: CODE_SCOPE_KEY,
       counts: 'code_daily_sender_counts',
       groupKeys: ['code', 'registry', 'chain_id', 'day'],
     })},
@@ -146,44 +148,6 @@ function aggregateCtes(sql: Sql, rows: string, sign: 1 | -1, event: EventRange) 
       select pg_notify(${ATTRIBUTION_EVENTS_CHANNEL}, json_build_object(
         'type', ${event.type}::text, 'chainId', min(chain_id), 'fromBlock', ${event.fromBlock}::bigint, 'minId', min(id), 'maxId', max(id))::text)
       from events having count(*) > 0
-    )`
-}
-
-/**
- * Exact distinct counts kept as reference counts: the CTE `deltas` (the
- * `keys` columns and `delta`) is added to the `refs` table's `attributions`,
- * and each reference crossing 0 — counted against its value before this
- * statement — moves its group's `senders` in the `counts` table by one.
- * Concurrent commits are serialized by the row locks of the upserts, and
- * each sees the value the one before it left, so no crossing is missed or
- * counted twice.
- */
-function distinctCountCtes(
-  sql: Sql,
-  { name, deltas, refs, keys, counts, groupKeys }: { name: string; deltas: string; refs: string; keys: string[]; counts: string; groupKeys: string[] },
-) {
-  const refsCte = sql(`${name}_refs`)
-  // column lists are this module's constants, never input
-  const key = sql.unsafe(keys.join(', '))
-  const group = sql.unsafe(groupKeys.join(', '))
-  const becameActive = sql`r.attributions > 0 and r.attributions - d.delta <= 0`
-  const becameInactive = sql`r.attributions <= 0 and r.attributions - d.delta > 0`
-  return sql`
-    ${refsCte} as (
-      insert into ${sql(refs)} as t (${key}, attributions)
-      select ${key}, delta from ${sql(deltas)} order by ${key}
-      on conflict (${key}) do update set attributions = t.attributions + excluded.attributions
-      returning ${key}, attributions
-    ),
-    ${sql(`${name}_counts`)} as (
-      insert into ${sql(counts)} as t (${group}, senders)
-      select ${group}, count(*) filter (where ${becameActive}) - count(*) filter (where ${becameInactive})
-      from ${refsCte} r join ${sql(deltas)} d using (${key})
-      group by ${group}
-      having count(*) filter (where ${becameActive} or ${becameInactive}) > 0
-      order by ${group}
-      on conflict (${group}) do update set senders = t.senders + excluded.senders
-      returning 1
     )`
 }
 
@@ -220,11 +184,12 @@ function rollingWindowCtes(sql: Sql, sign: 1 | -1) {
     sender_deltas as (
       select window_name, scope, sender, ${sign} * count(*) as delta from windowed where subject = 'sender' group by 1, 2, 3
     ),
-    ${distinctCountCtes(sql, {
+    ${scopedDistinctCtes(sql, {
       name: 'window_senders',
       deltas: 'sender_deltas',
-      refs: 'sender_window_refs',
-      keys: ['window_name', 'scope', 'sender'],
+      refs: 'window_sender_refs',
+      rowKeys: ['window_name', 'sender'],
+      scopeKey: CHAIN_SCOPE_KEY,
       counts: 'sender_window_counts',
       groupKeys: ['window_name', 'scope'],
     })},
@@ -235,11 +200,12 @@ function rollingWindowCtes(sql: Sql, sign: 1 | -1) {
         and (d.day::timestamp at time zone 'UTC') >= w.from_at and (d.day::timestamp at time zone 'UTC') < w.until_at
       group by 1, 2, 3, 4, 5
     ),
-    ${distinctCountCtes(sql, {
+    ${scopedDistinctCtes(sql, {
       name: 'window_code_senders',
       deltas: 'code_sender_window_deltas',
-      refs: 'code_sender_window_refs',
-      keys: ['window_name', 'code', 'registry', 'chain_id', 'sender'],
+      refs: 'window_code_sender_refs',
+      rowKeys: ['window_name', 'code', 'sender'],
+      scopeKey: CODE_SCOPE_KEY,
       counts: 'code_sender_window_counts',
       groupKeys: ['window_name', 'code', 'registry', 'chain_id'],
     })}`

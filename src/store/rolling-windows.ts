@@ -2,12 +2,13 @@ import type postgres from 'postgres'
 import type { Sql } from '../db/client.js'
 import { EVERY_CHAIN } from '../db/schema/index.js'
 import { DAY_MS, firstDayOf, firstHourOf24h, HOUR_MS } from './buckets.js'
+import { countsNowhere, mergedRefs } from './scope-refs.js'
 
 /**
  * Rolling windows kept ready (see `window_bounds` in the schema): per code
- * totals in `code_window_totals`, distinct senders in `sender_window_refs` /
- * `_counts`, a code's distinct senders in `code_sender_window_refs` /
- * `_counts` — so the leaderboard, active codes and unique senders over 30
+ * totals in `code_window_totals`, distinct senders in `window_sender_refs` /
+ * `sender_window_counts`, a code's distinct senders in
+ * `window_code_sender_refs` / `code_sender_window_counts` — so the leaderboard, active codes and unique senders over 30
  * days cost the rows they return, not the days they span.
  *
  * Commits and rollbacks move every ready window their rows fall in, in the
@@ -123,10 +124,19 @@ async function moveWindow(sql: Sql, window: RollingWindow, bounds: Bounds) {
   })
 }
 
-/** The tables behind each kind of window: totals, or references whose crossings of 0 are counted per group. */
+/**
+ * The tables behind each kind of distinct window: reference counts by scope
+ * (scope-refs.ts), and the counts per group with the scope key read back
+ * into the group's columns.
+ */
 const DISTINCT_TABLES = {
-  sender: { refs: 'sender_window_refs', counts: 'sender_window_counts', groupKeys: ['scope'] },
-  'code-sender': { refs: 'code_sender_window_refs', counts: 'code_sender_window_counts', groupKeys: ['code', 'registry', 'chain_id'] },
+  sender: { refs: 'window_sender_refs', counts: 'sender_window_counts', groupColumns: 'scope', groupOfScope: 'scope.key::int' },
+  'code-sender': {
+    refs: 'window_code_sender_refs',
+    counts: 'code_sender_window_counts',
+    groupColumns: 'code, registry, chain_id',
+    groupOfScope: `code, split_part(scope.key, '|', 1), split_part(scope.key, '|', 2)::int`,
+  },
 } as const
 
 async function rebuild(sql: Tx, window: RollingWindow, bounds: Bounds) {
@@ -153,22 +163,31 @@ async function apply(sql: Tx, window: RollingWindow, bounds: Bounds, sign: 1 | -
   const inDays = sql`day >= (${from}::text::timestamptz at time zone 'UTC')::date and day < (${until}::text::timestamptz at time zone 'UTC')::date`
   if (window.subject === 'sender') {
     await sql`
-      insert into sender_window_refs as t (window_name, scope, sender, attributions)
-      select ${window.name}, s.scope, sender, ${sign} * sum(attributions)
-      from chain_daily_senders cross join lateral (values (chain_id), (0)) as s(scope)
-      where ${inDays} and attributions > 0
-      group by 2, 3 order by 2, 3
-      on conflict (window_name, scope, sender) do update set attributions = t.attributions + excluded.attributions`
+      insert into window_sender_refs as t (window_name, sender, refs)
+      select ${window.name}, sender, jsonb_object_agg(scope::text, attributions)
+      from (
+        select s.scope, sender, ${sign} * sum(attributions) as attributions
+        from chain_daily_senders cross join lateral (values (chain_id), (0)) as s(scope)
+        where ${inDays} and attributions > 0
+        group by 1, 2
+      ) as by_scope
+      group by sender order by sender
+      on conflict (window_name, sender) do update set refs = ${mergedRefs(sql)}`
     return
   }
   if (window.subject === 'code-sender') {
-    // code_daily_senders holds the every-chain and any-registry scopes already
+    // a code's day rows hold the every-chain and any-registry scopes already
     await sql`
-      insert into code_sender_window_refs as t (window_name, code, registry, chain_id, sender, attributions)
-      select ${window.name}, code, registry, chain_id, sender, ${sign} * sum(attributions)
-      from code_daily_senders where ${inDays} and attributions > 0
-      group by 2, 3, 4, 5 order by 2, 3, 4, 5
-      on conflict (window_name, code, registry, chain_id, sender) do update set attributions = t.attributions + excluded.attributions`
+      insert into window_code_sender_refs as t (window_name, code, sender, refs)
+      select ${window.name}, code, sender, jsonb_object_agg(scope, attributions)
+      from (
+        select code, sender, scope.key as scope, ${sign} * sum(scope.value::bigint) as attributions
+        from code_day_sender_refs cross join lateral jsonb_each_text(refs) as scope
+        where ${inDays} and scope.value::bigint > 0
+        group by 1, 2, 3
+      ) as by_scope
+      group by code, sender order by code, sender
+      on conflict (window_name, code, sender) do update set refs = ${mergedRefs(sql)}`
     return
   }
   // day windows read the daily totals (24 times fewer rows). The rolling 24 hours always read the hourly
@@ -199,13 +218,16 @@ async function settle(sql: Tx, window: RollingWindow) {
     await sql`delete from code_window_totals where window_name = ${window.name} and transactions = 0 and user_operations = 0 and reverted = 0`
     return
   }
-  const { refs, counts, groupKeys } = DISTINCT_TABLES[window.subject]
-  await sql`delete from ${sql(refs)} where window_name = ${window.name} and attributions <= 0`
+  const { refs, counts, groupColumns, groupOfScope } = DISTINCT_TABLES[window.subject]
+  await sql`delete from ${sql(refs)} where window_name = ${window.name} and ${countsNowhere(sql)}`
   await sql`delete from ${sql(counts)} where window_name = ${window.name}`
-  const groups = sql.unsafe(groupKeys.join(', '))
+  // the table's constants, never input
   await sql`
-    insert into ${sql(counts)} (window_name, ${groups}, senders)
-    select ${window.name}, ${groups}, count(*) from ${sql(refs)} where window_name = ${window.name} group by ${groups}`
+    insert into ${sql(counts)} (window_name, ${sql.unsafe(groupColumns)}, senders)
+    select ${window.name}, ${sql.unsafe(groupOfScope)}, count(*)
+    from ${sql(refs)} cross join lateral jsonb_each_text(refs) as scope
+    where window_name = ${window.name} and scope.value::bigint > 0
+    group by ${sql.unsafe(groupOfScope)}`
 }
 
 /**

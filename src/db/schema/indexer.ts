@@ -6,6 +6,7 @@ import {
   date,
   index,
   integer,
+  jsonb,
   pgTable,
   primaryKey,
   smallint,
@@ -181,27 +182,35 @@ export const EVERY_CHAIN = 0
 export const ANY_REGISTRY = '*'
 
 /**
- * Exact unique senders (transaction `from`, UserOperation `sender`): one row
- * per code × registry × chain × UTC day × sender, with the number of
- * attribution rows behind it, also kept for every chain (`chain_id` 0) and
- * any registry (`registry` '*'), so a code's distinct senders read one scope
- * whatever the filters. Commit adds, rollback subtracts, so the count of rows
- * with `attributions > 0` is the exact number of distinct senders.
+ * Reference counts by scope, one row per group, as a JSON object from a
+ * scope key to the number of attribution rows behind it: a member (a
+ * sender) counts in a scope while its number there is above 0. One row
+ * holds every scope of its group, so a commit writes one row per group
+ * rather than one per scope, and the row's lock serializes concurrent
+ * commits of the same group whatever scopes they touch.
  */
-export const codeDailySenders = pgTable(
-  'code_daily_senders',
+export type ScopeRefs = Record<string, number>
+
+/**
+ * Exact unique senders (transaction `from`, UserOperation `sender`): per
+ * code × UTC day × sender, the attribution rows behind it in each scope
+ * `registry|chain_id` — its own registry and chain, every chain (`|0`), any
+ * registry (`*|`) and both (`*|0`), so a code's distinct senders read one
+ * scope whatever the filters. Commit adds, rollback subtracts; a sender
+ * counts in a scope while its number there is above 0.
+ */
+export const codeDaySenderRefs = pgTable(
+  'code_day_sender_refs',
   {
     code: text('code').notNull(),
-    registry: text('registry').notNull(),
-    chainId: integer('chain_id').notNull(),
     day: date('day', { mode: 'string' }).notNull(),
     sender: text('sender').notNull(),
-    attributions: bigint('attributions', { mode: 'number' }).notNull(),
+    refs: jsonb('refs').$type<ScopeRefs>().notNull(),
   },
-  (t) => [primaryKey({ columns: [t.code, t.registry, t.chainId, t.day, t.sender] })],
+  (t) => [primaryKey({ columns: [t.code, t.day, t.sender] })],
 )
 
-/** Distinct senders per code × registry scope × chain scope × day: moved by code_daily_senders rows crossing 0. */
+/** Distinct senders per code × registry scope × chain scope × day: moved by code_day_sender_refs scopes crossing 0. */
 export const codeDailySenderCounts = pgTable(
   'code_daily_sender_counts',
   {
@@ -239,8 +248,8 @@ export const windowBounds = pgTable('window_bounds', {
   name: text('name').primaryKey(),
   /**
    * `code`: per code totals (code_window_totals); `sender`: distinct senders
-   * (sender_window_refs / _counts); `code-sender`: a code's distinct senders
-   * (code_sender_window_refs / _counts).
+   * (window_sender_refs / sender_window_counts); `code-sender`: a code's distinct senders
+   * (window_code_sender_refs / code_sender_window_counts).
    */
   subject: text('subject', { enum: ['code', 'sender', 'code-sender'] }).notNull(),
   fromAt: timestamp('from_at', { withTimezone: true }).notNull(),
@@ -271,19 +280,18 @@ export const codeWindowTotals = pgTable(
   ],
 )
 
-/** Attribution rows per window × scope × sender: a sender counts while its rows are above 0. */
-export const senderWindowRefs = pgTable(
-  'sender_window_refs',
+/** Attribution rows per window × sender, by scope (a chain id, or 0 for every chain): a sender counts while its rows are above 0. */
+export const windowSenderRefs = pgTable(
+  'window_sender_refs',
   {
     windowName: text('window_name').notNull(),
-    scope: integer('scope').notNull(),
     sender: text('sender').notNull(),
-    attributions: bigint('attributions', { mode: 'number' }).notNull(),
+    refs: jsonb('refs').$type<ScopeRefs>().notNull(),
   },
-  (t) => [primaryKey({ columns: [t.windowName, t.scope, t.sender] })],
+  (t) => [primaryKey({ columns: [t.windowName, t.sender] })],
 )
 
-/** Distinct senders per window × scope: moved by every sender_window_refs row crossing 0. */
+/** Distinct senders per window × scope: moved by window_sender_refs scopes crossing 0. */
 export const senderWindowCounts = pgTable(
   'sender_window_counts',
   {
@@ -294,18 +302,16 @@ export const senderWindowCounts = pgTable(
   (t) => [primaryKey({ columns: [t.windowName, t.scope] })],
 )
 
-/** A code's senders per rolling window (the code view's default 30 days), in the scopes of code_daily_senders. */
-export const codeSenderWindowRefs = pgTable(
-  'code_sender_window_refs',
+/** A code's senders per rolling window (the code view's default 30 days), by the scopes of code_day_sender_refs. */
+export const windowCodeSenderRefs = pgTable(
+  'window_code_sender_refs',
   {
     windowName: text('window_name').notNull(),
     code: text('code').notNull(),
-    registry: text('registry').notNull(),
-    chainId: integer('chain_id').notNull(),
     sender: text('sender').notNull(),
-    attributions: bigint('attributions', { mode: 'number' }).notNull(),
+    refs: jsonb('refs').$type<ScopeRefs>().notNull(),
   },
-  (t) => [primaryKey({ columns: [t.windowName, t.code, t.registry, t.chainId, t.sender] })],
+  (t) => [primaryKey({ columns: [t.windowName, t.code, t.sender] })],
 )
 
 export const codeSenderWindowCounts = pgTable(
