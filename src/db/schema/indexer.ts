@@ -112,7 +112,6 @@ export const attributions = pgTable(
   (t) => [
     uniqueIndex('attributions_unique_idx').on(t.chainId, t.txHash, t.userOpIndex, t.code),
     index('attributions_block_idx').on(t.chainId, t.blockNumber),
-    index('attributions_tx_hash_idx').on(t.txHash),
     index('attributions_user_op_hash_idx').on(t.userOpHash).where(sql`${t.userOpHash} is not null`),
     // a code's attributions newest first, paged by keyset (time, id): attributions_code_page_idx, written by hand in
     // drizzle/0010_code_page_index.sql because it INCLUDEs the page's filter columns, which drizzle's builder cannot say
