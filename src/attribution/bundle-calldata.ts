@@ -1,4 +1,5 @@
 import { getAddress, type Address, type Hex } from 'viem'
+import { detached } from './detached.js'
 
 /**
  * The parts of EntryPoint calldata and logs the indexer reads, read straight
@@ -175,7 +176,8 @@ export function readUserOperationEvent(topics: readonly string[], data: string):
   const success = BigInt(word(1))
   if (success > 1n) return null
   return {
-    userOpHash: topics[1] as Hex,
+    // a view of the receipt's JSON otherwise, kept with the record until its range commits
+    userOpHash: detached(topics[1] as Hex),
     sender: getAddress(`0x${topics[2]!.slice(26)}`),
     nonce: BigInt(word(0)),
     success: success === 1n,

@@ -3,6 +3,7 @@ import { getAddress, isAddress, type Address, type Hex } from 'viem'
 import { isValidCode } from './codes.js'
 import { calldataGas } from './gas.js'
 import { hasMarker, MARKER_BYTES } from './marker.js'
+import { detached } from './detached.js'
 
 export type SchemaId = 0 | 1 | 2
 
@@ -286,16 +287,6 @@ export function decodeAttribution(input: string): DecodeResult {
   if (recentSuffixes.size >= RECENT_SUFFIXES) recentSuffixes.delete(recentSuffixes.keys().next().value!)
   recentSuffixes.set(key, result)
   return result
-}
-
-/**
- * A copy of a (hex) string that shares no memory with the string it was
- * cut from. V8 keeps substrings — and JSON.parse's values — as views of
- * their source: a remembered suffix would otherwise pin the whole
- * megabyte-sized block batch it was read from.
- */
-function detached(hex: string): string {
-  return Buffer.from(hex, 'latin1').toString('latin1')
 }
 
 /**

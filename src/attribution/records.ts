@@ -2,6 +2,7 @@ import type { Address, Hex } from 'viem'
 import type { TransactionFilter } from '../rpc/block-scan.js'
 import type { RawReceipt, RawTransaction } from '../rpc/objects.js'
 import { decodeAttribution, type Attributed, type Malformed } from './decode.js'
+import { detached } from './detached.js'
 import { hasMarker, MARKER_HEX } from './marker.js'
 import {
   extractUserOperations,
@@ -20,12 +21,19 @@ import {
 
 export type BlockContext = { number: number; hash: Hex; timestamp: number }
 
-type AttributedOp = { op: BundledUserOperation; result: Attributed }
-type MalformedOp = { op: BundledUserOperation; result: Malformed }
+/** What later stages read of a UserOperation: which one it is, not its calldata. */
+type OpIdentity = Pick<BundledUserOperation, 'index' | 'sender' | 'nonce'>
+type AttributedOp = { op: OpIdentity; result: Attributed }
+type MalformedOp = { op: OpIdentity; result: Malformed }
 
-/** A transaction whose calldata (or one of whose UserOperations) carries the marker. */
+/**
+ * A transaction whose calldata (or one of whose UserOperations) carries the
+ * marker, decoded. It keeps no calldata: a range's candidates wait for their
+ * receipts, and kilobytes of input each would then outlive the young
+ * generation and be copied by every collection meanwhile.
+ */
 export type Candidate = {
-  tx: RawTransaction
+  tx: Pick<RawTransaction, 'hash' | 'from' | 'to' | 'transactionIndex'>
   own: Attributed | Malformed | undefined
   entryPoint: Address | undefined
   attributedOps: AttributedOp[]
@@ -70,17 +78,19 @@ export function detectCandidate(tx: RawTransaction, entryPoints: ReadonlySet<str
   const bundle = isBundle(tx.to, entryPoints) && mayCarryAttributedOps(input)
   if (!ownMarker && !bundle) return undefined
 
-  const candidate: Candidate = { tx, own: undefined, entryPoint: undefined, attributedOps: [], malformedOps: [] }
+  // copies: the parsed transaction's strings are views of its JSON, calldata included
+  const slim = { hash: detached(tx.hash), from: detached(tx.from), to: tx.to && detached(tx.to), transactionIndex: tx.transactionIndex && detached(tx.transactionIndex) }
+  const candidate: Candidate = { tx: slim, own: undefined, entryPoint: undefined, attributedOps: [], malformedOps: [] }
   if (ownMarker) {
     const own = decodeAttribution(input)
     if (own.kind !== 'none') candidate.own = own
   }
   if (bundle) {
-    candidate.entryPoint = tx.to!
-    for (const op of extractUserOperations(input) ?? []) {
-      const result = decodeAttribution(op.callData)
-      if (result.kind === 'attributed') candidate.attributedOps.push({ op, result })
-      else if (result.kind === 'malformed') candidate.malformedOps.push({ op, result })
+    candidate.entryPoint = slim.to!
+    for (const { index, sender, nonce, callData } of extractUserOperations(input) ?? []) {
+      const result = decodeAttribution(callData)
+      if (result.kind === 'attributed') candidate.attributedOps.push({ op: { index, sender, nonce }, result })
+      else if (result.kind === 'malformed') candidate.malformedOps.push({ op: { index, sender, nonce }, result })
     }
   }
   const interesting = candidate.own !== undefined || candidate.attributedOps.length > 0 || candidate.malformedOps.length > 0
@@ -92,7 +102,7 @@ export function needsReceipt(candidate: Candidate): boolean {
   return candidate.own?.kind === 'attributed' || candidate.attributedOps.length > 0
 }
 
-function txIndexOf(tx: RawTransaction): number {
+function txIndexOf(tx: Candidate['tx']): number {
   return tx.transactionIndex ? Number.parseInt(tx.transactionIndex, 16) : 0
 }
 
