@@ -22,7 +22,7 @@ const { values, positionals } = parseArgs({
     concurrency: { type: 'string', default: '4' },
   },
 })
-const env = Object.fromEntries(positionals.map((pair) => pair.split('=', 2) as [string, string]))
+const env = Object.fromEntries(positionals.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]))
 
 function processLabel(pid: string): string {
   const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
