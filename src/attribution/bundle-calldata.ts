@@ -107,16 +107,17 @@ function readOps(args: Arguments, at: number, relativeTo: number, layout: OpLayo
 }
 
 /**
- * The ops of `handleOps(ops, beneficiary)` calldata, or undefined when the
- * input is not plainly readable (viem then decides).
+ * The ops `readArguments` finds in `(first, beneficiary)` calldata — both
+ * bundle functions take a dynamic first argument and an address — or
+ * undefined when the input is not plainly readable (viem then decides).
  */
-export function readHandleOps(input: string, layout: OpLayout): ReadOp[] | undefined {
+function readBundle(input: string, readArguments: (args: Arguments, ops: ReadOp[]) => void): ReadOp[] | undefined {
   if (!LOWERCASE_HEX.test(input) || input.length < 10 + 128) return undefined
   try {
     const args = argumentsOf(input)
     args.word(32)
     const ops: ReadOp[] = []
-    readOps(args, 0, 0, layout, ops)
+    readArguments(args, ops)
     return ops
   } catch (error) {
     if (error instanceof Unusual) return undefined
@@ -124,17 +125,14 @@ export function readHandleOps(input: string, layout: OpLayout): ReadOp[] | undef
   }
 }
 
-/**
- * The ops of `handleAggregatedOps(opsPerAggregator, beneficiary)` calldata,
- * each with its group's aggregator, or undefined when the input is not
- * plainly readable (viem then decides).
- */
+/** The ops of `handleOps(ops, beneficiary)` calldata. */
+export function readHandleOps(input: string, layout: OpLayout): ReadOp[] | undefined {
+  return readBundle(input, (args, ops) => readOps(args, 0, 0, layout, ops))
+}
+
+/** The ops of `handleAggregatedOps(opsPerAggregator, beneficiary)` calldata, each with its group's aggregator. */
 export function readHandleAggregatedOps(input: string, layout: OpLayout): ReadOp[] | undefined {
-  if (!LOWERCASE_HEX.test(input) || input.length < 10 + 128) return undefined
-  try {
-    const args = argumentsOf(input)
-    args.word(32)
-    const ops: ReadOp[] = []
+  return readBundle(input, (args, ops) => {
     const groups = args.array(0, 0)
     for (let g = 0; g < groups.length; g++) {
       // UserOpsPerAggregator: (ops[], aggregator, signature)
@@ -145,11 +143,7 @@ export function readHandleAggregatedOps(input: string, layout: OpLayout): ReadOp
       args.bytes(start + 64, start)
       args.position(groups.data + 32)
     }
-    return ops
-  } catch (error) {
-    if (error instanceof Unusual) return undefined
-    throw error
-  }
+  })
 }
 
 export type ReadUserOperationEvent = {
