@@ -28,14 +28,14 @@ export async function ensureDatabaseExists(url: string): Promise<void> {
   }
 }
 
-/** Creates the database if needed and applies every migration in `drizzle/`. */
-export async function migrateDatabase(url: string): Promise<void> {
+/** Creates the database if needed and applies every migration in `drizzle/` (or in `folder`, a bench's older copy of it). */
+export async function migrateDatabase(url: string, folder: string = migrationsFolder): Promise<void> {
   await ensureDatabaseExists(url)
   const db = createDatabase({ url, poolSize: 1 })
   try {
     await db.$client`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`
     try {
-      await migrate(db, { migrationsFolder })
+      await migrate(db, { migrationsFolder: folder })
     } finally {
       await db.$client`select pg_advisory_unlock(${MIGRATION_LOCK_KEY})`
     }
