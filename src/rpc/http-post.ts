@@ -31,9 +31,12 @@ export function httpAnswer(status: number, body: Buffer, retryAfterMs: number | 
   }
 }
 
-/** Reads a body into a reused buffer, sized by Content-Length when the node sends one, grown when it is short. */
+/** Room taken up front for a declared Content-Length at most: a node's header is no reason to allocate gigabytes before a byte arrives. */
+const MOST_RESERVED = 32 * 1024 * 1024
+
+/** Reads a body into a reused buffer, sized by Content-Length when the node sends one, grown as bytes arrive beyond it. */
 async function readBody(chunks: AsyncIterable<Buffer>, contentLength: number): Promise<{ buffer: Buffer; length: number }> {
-  let buffer = takeBuffer(contentLength)
+  let buffer = takeBuffer(Math.min(contentLength, MOST_RESERVED))
   let length = 0
   try {
     for await (const chunk of chunks) {
