@@ -83,3 +83,14 @@ describe('GET /v1/attribution/stream, subscription being set up', () => {
     expect(text).toBe(`retry: 2000\n\nid: 3\nevent: commit\ndata: ${JSON.stringify(event(3))}\n\n`)
   })
 })
+
+describe('HEAD /v1/attribution/stream', () => {
+  it('answers the stream’s headers and ends, never subscribing (the hostile-request fuzz found HEAD holding a stream open)', async () => {
+    let subscribed = false
+    behaviour = () => {
+      subscribed = true
+    }
+    const response = await fetch(`${url}/v1/attribution/stream?code=relay`, { method: 'HEAD', signal: AbortSignal.timeout(2_000) })
+    expect([response.status, response.headers.get('content-type'), subscribed]).toEqual([200, 'text/event-stream; charset=utf-8', false])
+  })
+})

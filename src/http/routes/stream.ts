@@ -36,6 +36,8 @@ export const streamRoutes: FastifyPluginAsyncZod<{ hub: StreamHub; retryMs: numb
       if (resumeFrom !== undefined && !lastEventIdSchema.safeParse(resumeFrom).success) {
         throw badRequest('Last-Event-ID', 'must be an event id (digits)')
       }
+      // a HEAD asks what a GET would answer without its body: the stream's headers, then the end (never a subscription)
+      if (request.method === 'HEAD') return reply.header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-store').send('')
       const raw = reply.raw
       // until the subscription is accepted nothing may reach the socket (a write would send default headers),
       // so frames wait in `pending`; heartbeats before then are dropped
