@@ -80,7 +80,7 @@ function argumentsOf(input: string) {
     position(relativeTo + 32)
     return { data, length }
   }
-  return { size, word, number, address, bytes, array, position }
+  return { word, number, address, bytes, array, position }
 }
 
 type Arguments = ReturnType<typeof argumentsOf>
@@ -148,7 +148,8 @@ export function readHandleAggregatedOps(input: string, layout: OpLayout): ReadOp
 
 export type ReadUserOperationEvent = {
   userOpHash: Hex
-  sender: Address
+  /** Lowercase: outcomes are found by sender and nonce, so no checksum (a keccak) is spent on it. */
+  sender: string
   nonce: bigint
   success: boolean
   actualGasCost: bigint
@@ -172,7 +173,7 @@ export function readUserOperationEvent(topics: readonly string[], data: string):
   return {
     // a view of the receipt's JSON otherwise, kept with the record until its range commits
     userOpHash: detached(topics[1] as Hex),
-    sender: getAddress(`0x${topics[2]!.slice(26)}`),
+    sender: `0x${topics[2]!.slice(26)}`,
     nonce: BigInt(word(0)),
     success: success === 1n,
     actualGasCost: BigInt(word(2)),

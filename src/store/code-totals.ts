@@ -2,6 +2,7 @@ import { and, asc, eq, gte, lte, type SQL } from 'drizzle-orm'
 import type { Database, Sql } from '../db/client.js'
 import { ANY_REGISTRY, codeDailyTotals, EVERY_CHAIN } from '../db/schema/index.js'
 import { CODE_SENDER_WINDOW, ensureWindowsCurrent } from './rolling-windows.js'
+import { codeScopeKey } from './scope-refs.js'
 
 /**
  * Reads of one code's aggregates: its daily and hourly totals and its
@@ -65,7 +66,7 @@ export async function codeSenderCounts(
         )
       : sql<{ count: number }[]>`
           select count(distinct sender)::int as count from code_day_sender_refs
-          where code = ${query.code} and day between ${query.from} and ${query.to} and (refs ->> ${`${registry}|${chainId}`})::bigint > 0`,
+          where code = ${query.code} and day between ${query.from} and ${query.to} and (refs ->> ${codeScopeKey(registry, chainId)})::bigint > 0`,
   ])
   return { perDay, overall: overall!.count }
 }

@@ -38,12 +38,14 @@ function callData(random: Random): Hex {
   return bytes(random, 80)
 }
 
+/** The fields both versions start with, in their order (random draws stay in field order). */
+function opHead(random: Random) {
+  return { sender: address(random), nonce: BigInt(`0x${hex(random, 1 + int(random, 32))}`), initCode: bytes(random, 40), callData: callData(random) }
+}
+
 function op06(random: Random) {
   return {
-    sender: address(random),
-    nonce: BigInt(`0x${hex(random, 1 + int(random, 32))}`),
-    initCode: bytes(random, 40),
-    callData: callData(random),
+    ...opHead(random),
     callGasLimit: BigInt(int(random, 1e9)),
     verificationGasLimit: BigInt(int(random, 1e9)),
     preVerificationGas: BigInt(int(random, 1e9)),
@@ -56,10 +58,7 @@ function op06(random: Random) {
 
 function op07(random: Random) {
   return {
-    sender: address(random),
-    nonce: BigInt(`0x${hex(random, 1 + int(random, 32))}`),
-    initCode: bytes(random, 40),
-    callData: callData(random),
+    ...opHead(random),
     accountGasLimits: `0x${hex(random, 32)}` as Hex,
     preVerificationGas: BigInt(int(random, 1e9)),
     gasFees: `0x${hex(random, 32)}` as Hex,
