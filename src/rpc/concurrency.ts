@@ -23,10 +23,29 @@ export function createConcurrencyLimiter(options: ConcurrencyOptions) {
 
   const changed = () => options.onChange?.(inFlight, limit)
 
+  let recheck: NodeJS.Timeout | undefined
+
+  /**
+   * Lets queued requests go while there is room. During a pause it looks
+   * again when the pause ends, by its own timer: a release may not come (none
+   * in flight), and a timer set for the pause's end can fire while Date.now()
+   * still reads a moment before it (timers and the wall clock drift apart).
+   */
   function wakeWaiters() {
-    while (inFlight < limit && waiting.length > 0 && Date.now() >= pausedUntil) {
-      inFlight++
-      waiting.shift()!()
+    const pauseLeft = pausedUntil - Date.now()
+    if (pauseLeft > 0) {
+      if (waiting.length > 0 && !recheck) {
+        recheck = setTimeout(() => {
+          recheck = undefined
+          wakeWaiters()
+        }, pauseLeft)
+        recheck.unref()
+      }
+    } else {
+      while (inFlight < limit && waiting.length > 0) {
+        inFlight++
+        waiting.shift()!()
+      }
     }
     changed()
   }
@@ -73,7 +92,7 @@ export function createConcurrencyLimiter(options: ConcurrencyOptions) {
       decrease()
       if (retryAfterMs !== undefined) pausedUntil = Math.max(pausedUntil, Date.now() + retryAfterMs)
       // a waiter released after the pause must be woken even if nothing completes meanwhile
-      if (retryAfterMs) setTimeout(wakeWaiters, retryAfterMs).unref()
+      wakeWaiters()
     },
     timedOut: decrease,
     get limit() {
