@@ -133,6 +133,7 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
       connection: workerConnection,
       prefix: config.QUEUE_PREFIX,
       concurrency: config.WORKER_CONCURRENCY,
+      rangeSize: config.RANGE_SIZE,
       lockMs: config.JOB_LOCK_MS,
       stuckAfter: config.STUCK_RANGE_ATTEMPTS,
       chains: workerChains,

@@ -6,7 +6,8 @@ import type { Logger } from '../logger.js'
 import type { IndexerMetrics } from '../metrics/indexer.js'
 import type { Redis } from '../redis/client.js'
 import type { Rpc } from '../rpc/client.js'
-import { commitRange, type AttributionRow } from '../store/commit.js'
+import { commitRange, type AttributionRow, type CommitOutcome, type RangeResult } from '../store/commit.js'
+import { createCommitBatcher } from './commit-batches.js'
 import { BranchMismatchError, fetchRange, type FetchedRange } from './fetch.js'
 import type { RangeJob } from '../store/ranges.js'
 import { RANGE_QUEUE, rangeRetryDelay } from './queue.js'
@@ -20,6 +21,8 @@ export type RangeWorkerOptions = {
   prefix: string
   /** Block fetches in flight at once; twice as many ranges are worked on, so receipts and commits overlap the fetches. */
   concurrency: number
+  /** Blocks in a full range (RANGE_SIZE): full ranges mean a backlog, and share commit statements. */
+  rangeSize: number
   /** Lock duration and stalled-check interval, ms. */
   lockMs?: number
   /** Failed attempts after which a range is reported stuck (STUCK_RANGE_ATTEMPTS). */
@@ -50,10 +53,12 @@ async function resolveRows(fetched: FetchedRange, resolver: CodeResolver): Promi
 /**
  * Indexes one range: fetch & detect, decode, resolve, aggregate. Safe to run
  * any number of times and to kill at any instant — the effect in Postgres
- * happens once, in commitRange's transaction.
+ * happens once, in the transaction of its commit statement.
  */
-type ProcessOptions = Omit<RangeWorkerOptions, 'connection' | 'prefix' | 'concurrency' | 'lockMs' | 'stuckAfter'> & {
+type ProcessOptions = Omit<RangeWorkerOptions, 'connection' | 'prefix' | 'concurrency' | 'rangeSize' | 'lockMs' | 'stuckAfter'> & {
   limitBlockFetches?: <T>(fetch: () => Promise<T>) => Promise<T>
+  /** The aggregate stage; by default the range's own statement. */
+  commit?: (result: RangeResult) => Promise<CommitOutcome>
 }
 
 export async function processRange(job: RangeJob, options: ProcessOptions): Promise<RangeOutcome> {
@@ -71,7 +76,8 @@ export async function processRange(job: RangeJob, options: ProcessOptions): Prom
     throw error
   }
   const rows = await resolveRows(fetched, resolver)
-  const { committed, inserted } = await commitRange(db, {
+  const commit = options.commit ?? ((result: RangeResult) => commitRange(db, result))
+  const { committed, inserted } = await commit({
     job,
     blocks: fetched.blocks,
     txCount: fetched.txCount,
@@ -87,6 +93,18 @@ export function createRangeWorker(options: RangeWorkerOptions) {
   // the RPC sees `concurrency` block fetches at most; the ranges in between fetch receipts and commit meanwhile
   const limitBlockFetches = pLimit(options.concurrency)
   const stuckAfter = options.stuckAfter ?? 5
+  // the ranges this process works on, with their lock tokens, so a shutdown can hand them back
+  const active = new Map<string, { job: Job<RangeJob>; token: string | undefined }>()
+  const commits = createCommitBatcher({
+    db: options.db,
+    // fewer than the slots beyond the block fetches: ranges waiting to commit never idle the fetches
+    maxRanges: options.concurrency,
+    maxWaitMs: 500,
+    rangeSize: options.rangeSize,
+    activeRanges: () => active.size,
+    onSplit: (ranges, error) =>
+      logger.warn({ ranges, err: error?.message }, error ? 'batched commit failed; committing its ranges one by one' : 'a batched range was no longer pending; committing one by one'),
+  })
 
   /** Every failure is written to the range (attempts, last_error); reaching `stuckAfter` is said once, loudly. */
   async function recordFailure(job: RangeJob, error: Error) {
@@ -98,21 +116,20 @@ export function createRangeWorker(options: RangeWorkerOptions) {
     } else logger.warn(details, 'range failed; will retry')
   }
 
-  // the ranges this process works on, with their lock tokens, so a shutdown can hand them back
-  const active = new Map<string, { job: Job<RangeJob>; token: string | undefined }>()
   let releasing = false
   const worker = new Worker<RangeJob, RangeOutcome>(
     RANGE_QUEUE,
     async (job: Job<RangeJob>, token?: string) => {
       active.set(job.id!, { job, token })
       try {
-        return await processRange(job.data, { ...options, limitBlockFetches })
+        return await processRange(job.data, { ...options, limitBlockFetches, commit: commits.commit })
       } catch (error) {
         // a range handed back at shutdown fails here as its connections close: not the range's failure
         if (!releasing) await recordFailure(job.data, error as Error)
         throw error
       } finally {
         active.delete(job.id!)
+        commits.rangeLeft()
       }
     },
     {

@@ -56,9 +56,15 @@ function attributionColumns(chainId: number, { record, code, resolution }: Attri
 }
 
 /** The columns every aggregate is computed from, as the `returning` of an insert or delete of attribution rows. */
-const AGGREGATED_COLUMNS = 'code, chain_id, kind, status, suffix_gas, block_timestamp, sender, tx_hash, user_op_index, registry_chain_id, registry_address'
+const AGGREGATED_COLUMNS =
+  'code, chain_id, block_number, kind, status, suffix_gas, block_timestamp, sender, tx_hash, user_op_index, registry_chain_id, registry_address'
 
-type EventRange = { type: 'commit' | 'rollback'; fromBlock: number; toBlock: number | null }
+/**
+ * What the stream's events name: the kind of change, and a CTE of the block
+ * ranges it covers (`chain_id, from_block, to_block`; `to_block` null for a
+ * rollback, everything from `from_block` up).
+ */
+type EventRanges = { type: 'commit' | 'rollback'; ranges: string }
 
 /**
  * Everything the attribution rows in the CTE `rows` move (inserted, or
@@ -72,14 +78,15 @@ type EventRange = { type: 'commit' | 'rollback'; fromBlock: number; toBlock: num
  *   in every chain / registry scope: scope-refs.ts) and per chain × day, as
  *   reference counts (a sender with 0 attributions left counts no more);
  * - the rolling windows (leaderboard, active codes, unique senders);
- * - one stream event per code, and a notification (sent on commit) naming them.
+ * - one stream event per range and code, and a notification (sent on commit)
+ *   per range naming them.
  * Rows are upserted in key order so concurrent commits take the shared rows'
  * locks in the same order and wait for each other instead of deadlocking.
  */
-function aggregateCtes(sql: Sql, rows: string, sign: 1 | -1, event: EventRange) {
+function aggregateCtes(sql: Sql, rows: string, sign: 1 | -1, event: EventRanges) {
   const bucketedRows = sql`
     buckets as (
-      select code, chain_id, kind, status, suffix_gas, sender, tx_hash || ':' || user_op_index as item,
+      select code, chain_id, block_number, kind, status, suffix_gas, sender, tx_hash || ':' || user_op_index as item,
         case when registry_address is null then 'canonical' else registry_chain_id::text || ':' || lower(registry_address) end as registry,
         (block_timestamp at time zone 'UTC')::date as day,
         date_trunc('hour', block_timestamp, 'UTC') as hour
@@ -140,14 +147,16 @@ function aggregateCtes(sql: Sql, rows: string, sign: 1 | -1, event: EventRange) 
     ${rollingWindowCtes(sql, sign)},
     events as (
       insert into attribution_events (type, chain_id, code, registry, from_block, to_block, attributions)
-      select ${event.type}, chain_id, code, registry, ${event.fromBlock}, ${event.toBlock}, count(*)
-      from buckets group by chain_id, code, registry order by code, registry
-      returning id, chain_id
+      select ${event.type}, b.chain_id, code, registry, r.from_block, r.to_block, count(*)
+      from buckets b
+      join ${sql(event.ranges)} r on r.chain_id = b.chain_id and b.block_number >= r.from_block and (r.to_block is null or b.block_number <= r.to_block)
+      group by b.chain_id, r.from_block, r.to_block, code, registry order by b.chain_id, r.from_block, code, registry
+      returning id, chain_id, from_block
     ),
     notified as (
       select pg_notify(${ATTRIBUTION_EVENTS_CHANNEL}, json_build_object(
-        'type', ${event.type}::text, 'chainId', min(chain_id), 'fromBlock', ${event.fromBlock}::bigint, 'minId', min(id), 'maxId', max(id))::text)
-      from events having count(*) > 0
+        'type', ${event.type}::text, 'chainId', chain_id, 'fromBlock', from_block, 'minId', min(id), 'maxId', max(id))::text)
+      from events group by chain_id, from_block
     )`
 }
 
@@ -221,53 +230,86 @@ export async function removeAttributionsAbove(sql: Sql, chainId: number, block: 
       delete from attributions where chain_id = ${chainId} and block_number > ${block}
       returning ${sql.unsafe(AGGREGATED_COLUMNS)}
     ),
-    ${aggregateCtes(sql, 'gone', -1, { type: 'rollback', fromBlock: block + 1, toBlock: null })}
+    rolled_back as (select ${chainId}::int as chain_id, ${block + 1}::bigint as from_block, null::bigint as to_block),
+    ${aggregateCtes(sql, 'gone', -1, { type: 'rollback', ranges: 'rolled_back' })}
     select count(*)::int as removed from gone, (select count(*) from notified) as n`
   return row!.removed
 }
 
 /**
  * Aggregate stage, exactly once, as one SQL statement (so one round trip and
- * atomic by itself): flip the range to done only if it is still pending on
- * this branch, and — only then — write its blocks, its attribution rows with
- * ON CONFLICT DO NOTHING, its malformed suffixes, and move the totals by
- * exactly the rows inserted. A worker killed anywhere leaves all or nothing;
- * a repeat finds the range done and writes nothing.
+ * atomic by itself) for one range or several: flip the ranges to done only
+ * if every one is still pending on its branch, and — only then — write their
+ * blocks, their attribution rows with ON CONFLICT DO NOTHING, their
+ * malformed suffixes, and move the totals by exactly the rows inserted. A
+ * worker killed anywhere leaves all or nothing; a repeat finds the ranges
+ * done and writes nothing. A batch with a range no longer pending (indexed
+ * by another worker, or replaced by a reorg) writes nothing and says so:
+ * its caller commits those ranges one by one.
+ *
+ * Several ranges in one statement share its fixed cost and each aggregate
+ * row they have in common (a code's totals, its rolling windows): on a
+ * chain with a long tail of codes that is most of a commit's cost. Ranges
+ * are locked in (chain, block) order, so two statements sharing a range
+ * wait for each other instead of deadlocking.
  *
  * Rows travel as one JSON document each (jsonb_to_recordset), which keeps
- * the statement's parameter count fixed whatever the range holds.
+ * the statement's parameter count fixed whatever the ranges hold.
  */
-export async function commitRange(db: Database, result: RangeResult): Promise<CommitOutcome> {
-  const { job } = result
+export async function commitRanges(db: Database, results: readonly RangeResult[]): Promise<CommitOutcome[]> {
   const sql = db.$client
-  const blocks = result.blocks.map((block) => ({
+  const ranges = results.map(({ job, txCount, rows }) => ({
     chain_id: job.chainId,
-    number: block.number,
-    hash: block.hash,
-    parent_hash: block.parentHash,
-    timestamp: new Date(block.timestamp * 1000).toISOString(),
-    tx_count: block.txCount,
+    from_block: job.fromBlock,
+    to_block: job.toBlock,
+    to_hash: job.toHash,
+    tx_count: txCount,
+    attribution_count: rows.length,
   }))
-  const attributions = result.rows.map((row) => attributionColumns(job.chainId, row))
-  const malformed = result.malformed.map((m) => ({
-    chain_id: job.chainId,
-    block_number: m.blockNumber,
-    tx_hash: m.txHash,
-    user_op_index: m.userOpIndex,
-    reason: m.reason.slice(0, 500),
-  }))
-  const [row] = await sql<{ done: number; inserted: number }[]>`
-    with done as (
-      update ranges
-      set status = 'done', tx_count = ${result.txCount}, attribution_count = ${result.rows.length},
-          done_at = now(), mismatch_at = null
-      where chain_id = ${job.chainId} and from_block = ${job.fromBlock} and to_hash = ${job.toHash} and status = 'pending'
-      returning 1
+  const blocks = results.flatMap(({ job, blocks }) =>
+    blocks.map((block) => ({
+      chain_id: job.chainId,
+      number: block.number,
+      hash: block.hash,
+      parent_hash: block.parentHash,
+      timestamp: new Date(block.timestamp * 1000).toISOString(),
+      tx_count: block.txCount,
+    })),
+  )
+  const attributions = results.flatMap(({ job, rows }) => rows.map((row) => attributionColumns(job.chainId, row)))
+  const malformed = results.flatMap(({ job, malformed }) =>
+    malformed.map((m) => ({
+      chain_id: job.chainId,
+      block_number: m.blockNumber,
+      tx_hash: m.txHash,
+      user_op_index: m.userOpIndex,
+      reason: m.reason.slice(0, 500),
+    })),
+  )
+  const outcomes = await sql<{ chain_id: number; from_block: string; inserted: number }[]>`
+    with batch as (
+      select * from jsonb_to_recordset(${JSON.stringify(ranges)}::jsonb)
+        as b(chain_id int, from_block bigint, to_block bigint, to_hash text, tx_count int, attribution_count int)
+    ),
+    locked as (
+      select r.chain_id, r.from_block from ranges r
+      join batch b on r.chain_id = b.chain_id and r.from_block = b.from_block and r.to_hash = b.to_hash
+      where r.status = 'pending'
+      order by r.chain_id, r.from_block
+      for update of r
+    ),
+    done as (
+      update ranges r
+      set status = 'done', tx_count = b.tx_count, attribution_count = b.attribution_count, done_at = now(), mismatch_at = null
+      from batch b
+      where (select count(*) from locked) = ${results.length}
+        and r.chain_id = b.chain_id and r.from_block = b.from_block and r.to_hash = b.to_hash and r.status = 'pending'
+      returning r.chain_id, r.from_block, r.to_block
     ),
     stored_blocks as (
       insert into blocks (chain_id, number, hash, parent_hash, timestamp, tx_count)
       select * from jsonb_to_recordset(${JSON.stringify(blocks)}::jsonb)
-        as b(chain_id int, number bigint, hash text, parent_hash text, timestamp timestamptz, tx_count int)
+        as k(chain_id int, number bigint, hash text, parent_hash text, timestamp timestamptz, tx_count int)
       where exists (select 1 from done)
       on conflict (chain_id, number) do update set
         hash = excluded.hash, parent_hash = excluded.parent_hash, timestamp = excluded.timestamp, tx_count = excluded.tx_count
@@ -295,8 +337,18 @@ export async function commitRange(db: Database, result: RangeResult): Promise<Co
       on conflict do nothing
       returning 1
     ),
-    ${aggregateCtes(sql, 'inserted', 1, { type: 'commit', fromBlock: job.fromBlock, toBlock: job.toBlock })}
-    select (select count(*) from done)::int as done, (select count(*) from inserted)::int as inserted,
-      (select count(*) from notified)::int as notified`
-  return { committed: row!.done === 1, inserted: row!.inserted }
+    ${aggregateCtes(sql, 'inserted', 1, { type: 'commit', ranges: 'done' })}
+    select d.chain_id, d.from_block,
+      (select count(*) from inserted i where i.chain_id = d.chain_id and i.block_number between d.from_block and d.to_block)::int as inserted
+    from done d, (select count(*) from notified) as n`
+  return results.map(({ job }) => {
+    const outcome = outcomes.find((row) => row.chain_id === job.chainId && Number(row.from_block) === job.fromBlock)
+    return { committed: outcome !== undefined, inserted: outcome?.inserted ?? 0 }
+  })
+}
+
+/** One range's aggregate stage (commitRanges with one range). */
+export async function commitRange(db: Database, result: RangeResult): Promise<CommitOutcome> {
+  const [outcome] = await commitRanges(db, [result])
+  return outcome!
 }

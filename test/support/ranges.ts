@@ -1,7 +1,7 @@
 import type { Address, Hex } from 'viem'
 import type { Attributed } from '../../src/attribution/decode.js'
 import type { Database } from '../../src/db/client.js'
-import { commitRange, type AttributionRow, type CommitOutcome } from '../../src/store/commit.js'
+import { commitRange, type AttributionRow, type CommitOutcome, type RangeResult } from '../../src/store/commit.js'
 import type { RangeJob } from '../../src/store/ranges.js'
 
 /** A 32-byte hash spelled from a label, so rows and ranges are easy to tell apart in a failing test. */
@@ -55,11 +55,10 @@ export function attributionRow(item: TestAttribution): AttributionRow {
   }
 }
 
-/** Cuts the range as the follower would, then commits it through the real commit statement, as a worker would. */
-export async function cutAndCommit(
-  db: Database,
-  range: { chainId: number; fromBlock: number; toBlock: number; branch: string; items: TestAttribution[] },
-): Promise<CommitOutcome> {
+export type TestRange = { chainId: number; fromBlock: number; toBlock: number; branch: string; items: TestAttribution[] }
+
+/** Cuts the range as the follower would (a pending `ranges` row) and returns what a worker hands the commit for it. */
+export async function cutRange(db: Database, range: TestRange): Promise<RangeResult> {
   const job: RangeJob = {
     chainId: range.chainId,
     fromBlock: range.fromBlock,
@@ -70,5 +69,10 @@ export async function cutAndCommit(
   await db.$client`
     insert into ranges (chain_id, from_block, to_block, parent_hash, to_hash)
     values (${job.chainId}, ${job.fromBlock}, ${job.toBlock}, ${job.parentHash}, ${job.toHash})`
-  return commitRange(db, { job, blocks: [], txCount: range.items.length, rows: range.items.map(attributionRow), malformed: [] })
+  return { job, blocks: [], txCount: range.items.length, rows: range.items.map(attributionRow), malformed: [] }
+}
+
+/** Cuts the range as the follower would, then commits it through the real commit statement, as a worker would. */
+export async function cutAndCommit(db: Database, range: TestRange): Promise<CommitOutcome> {
+  return commitRange(db, await cutRange(db, range))
 }

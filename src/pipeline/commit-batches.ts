@@ -1,0 +1,103 @@
+import type { Database } from '../db/client.js'
+import { commitRanges, type CommitOutcome, type RangeResult } from '../store/commit.js'
+
+export type CommitBatcherOptions = {
+  db: Database
+  /** Most ranges per statement. */
+  maxRanges: number
+  /** Longest a range waits for others to share its statement, ms. */
+  maxWaitMs: number
+  /** Blocks in a full range (RANGE_SIZE). */
+  rangeSize: number
+  /** Ranges this process is working on, at any stage. */
+  activeRanges: () => number
+  /** A batch's statement failed and its ranges are committed one by one. */
+  onSplit?: (ranges: number, error: Error | undefined) => void
+}
+
+type Waiting = { result: RangeResult; resolve: (outcome: CommitOutcome) => void; reject: (error: Error) => void }
+
+/**
+ * Aggregate stage of one worker process: ranges ready to commit share one
+ * statement (commitRanges) when the indexer is catching up, which halves
+ * the aggregates' cost on a chain with a long tail of codes.
+ *
+ * A range waits for others only when waiting can pay off and costs no
+ * latency that matters:
+ * - it is a full range (RANGE_SIZE blocks): the follower cuts those only
+ *   while at least that many blocks wait behind the head, so a backfill's
+ *   ranges wait and a range at the head commits at once;
+ * - another range of this process is still on its way to the commit;
+ * - for at most `maxWaitMs`, and never more than `maxRanges` together.
+ * Waiting ranges hold their worker slots, so `maxRanges` stays below the
+ * slots that keep the block fetches busy (twice WORKER_CONCURRENCY).
+ *
+ * A batch that fails, or finds one of its ranges no longer pending, is
+ * committed again range by range, so one range's trouble is its own.
+ */
+export function createCommitBatcher(options: CommitBatcherOptions) {
+  const waiting: Waiting[] = []
+  let committing = 0
+  let timer: NodeJS.Timeout | undefined
+
+  const isFullRange = ({ job }: RangeResult) => job.toBlock - job.fromBlock + 1 >= options.rangeSize
+  const rangesComing = () => options.activeRanges() - waiting.length - committing
+
+  function shouldWait(): boolean {
+    return waiting.length < options.maxRanges && waiting.every((entry) => isFullRange(entry.result)) && rangesComing() > 0
+  }
+
+  /** Commits what waits now, or lets it wait (at most maxWaitMs from the first). */
+  function consider() {
+    if (waiting.length === 0) return
+    if (shouldWait()) {
+      timer ??= setTimeout(flush, options.maxWaitMs)
+      return
+    }
+    flush()
+  }
+
+  function flush() {
+    clearTimeout(timer)
+    timer = undefined
+    while (waiting.length > 0) void commitBatch(waiting.splice(0, options.maxRanges))
+  }
+
+  async function commitBatch(batch: Waiting[]) {
+    committing += batch.length
+    try {
+      const outcomes = await commitRanges(
+        options.db,
+        batch.map((entry) => entry.result),
+      ).catch((error: Error) => {
+        if (batch.length === 1) throw error
+        options.onSplit?.(batch.length, error)
+        return undefined
+      })
+      if (outcomes && (batch.length === 1 || outcomes.every((outcome) => outcome.committed))) {
+        batch.forEach((entry, i) => entry.resolve(outcomes[i]!))
+        return
+      }
+      if (outcomes) options.onSplit?.(batch.length, undefined)
+      for (const entry of batch) await commitRanges(options.db, [entry.result]).then(([outcome]) => entry.resolve(outcome!), entry.reject)
+    } catch (error) {
+      for (const entry of batch) entry.reject(error as Error)
+    } finally {
+      committing -= batch.length
+    }
+  }
+
+  return {
+    /** Commits one range's result, alone or with others; resolves once its statement committed. */
+    commit(result: RangeResult): Promise<CommitOutcome> {
+      return new Promise((resolve, reject) => {
+        waiting.push({ result, resolve, reject })
+        consider()
+      })
+    },
+    /** A range of this process ended without reaching the commit: those waiting for it need not. */
+    rangeLeft: consider,
+  }
+}
+
+export type CommitBatcher = ReturnType<typeof createCommitBatcher>
