@@ -88,6 +88,8 @@ export function createBatchSizer(options: BatchSizerOptions) {
 
   return {
     sizeFor,
+    /** Whether an answer of `method` has told its size per call yet. */
+    knowsBytes: (method: string) => bytesPerCall.has(method),
     measured,
     succeeded,
     batchRefused,

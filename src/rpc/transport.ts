@@ -202,6 +202,9 @@ export function createTransport(options: TransportOptions) {
     }
   }
 
+  /** Per size key, the one-call request under way whose answer will tell the size of a call. */
+  const probes = new Map<string, Promise<void>>()
+
   /** Results of `spec.params.length` calls of one method, in order. */
   async function callMany<T>(spec: CallSpec<T>): Promise<T[]> {
     const results = new Array<T>(spec.params.length)
@@ -209,6 +212,20 @@ export function createTransport(options: TransportOptions) {
 
     async function run(positions: number[]): Promise<void> {
       const key = spec.sizeKey ?? spec.method
+      // nothing tells yet how large an answer of this method is: one call goes first and sizes the rest by
+      // bytes (fifty 1 MB blocks would otherwise be asked in one batch, before any answer said they are large)
+      while (positions.length > 1 && !sizer.knowsBytes(key)) {
+        const probe = probes.get(key)
+        if (probe) {
+          await probe.catch(() => {})
+          continue
+        }
+        const first = runChunk(positions.slice(0, 1)).finally(() => probes.delete(key))
+        probes.set(key, first)
+        positions = positions.slice(1)
+        await Promise.all([first, run(positions)])
+        return
+      }
       const size = sizer.sizeFor(key)
       observer.batchSize?.(key, size)
       const chunks: number[][] = []

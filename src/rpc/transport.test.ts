@@ -1,0 +1,50 @@
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import { createTransport } from './transport.js'
+
+/**
+ * The first batch of a method says nothing yet of how large its answers
+ * are: a real node answering 50 full blocks of 1 MB in one batch passes
+ * geth's 25 MB limit before the transport could know. One call goes first,
+ * and every batch after it is sized by the bytes that call answered.
+ */
+const BLOCK_BYTES = 100_000
+let server: Server
+let url: string
+/** Calls per request the node received, in order (0 for a single call sent alone). */
+const received: number[] = []
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    let body = ''
+    req.on('data', (chunk) => (body += chunk))
+    req.on('end', () => {
+      const parsed = JSON.parse(body) as { id: number } | Array<{ id: number }>
+      const calls = Array.isArray(parsed) ? parsed : [parsed]
+      received.push(Array.isArray(parsed) ? calls.length : 0)
+      const answers = calls.map(({ id }) => ({ jsonrpc: '2.0', id, result: { padding: 'x'.repeat(BLOCK_BYTES) } }))
+      res.setHeader('content-type', 'application/json')
+      res.end(JSON.stringify(Array.isArray(parsed) ? answers : answers[0]))
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+})
+
+afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
+
+it('sends one call of a method first, then batches sized by the bytes it answered, for concurrent callers too', async () => {
+  const transport = createTransport({ url, timeoutMs: 10_000, maxBatchSize: 50, maxBatchBytes: 10 * BLOCK_BYTES + 1000, concurrency: 4, maxConcurrency: 4, maxAttempts: 2 })
+  const spec = (from: number) => ({
+    method: 'eth_getBlockByNumber',
+    params: Array.from({ length: 40 }, (_, i) => [`0x${(from + i).toString(16)}`, true]),
+    readResult: (result: unknown) => (result as { padding: string }).padding.length,
+  })
+  const results = await Promise.all([transport.callMany(spec(0)), transport.callMany(spec(100))])
+  expect(results.flat()).toEqual(new Array(80).fill(BLOCK_BYTES))
+  expect(received[0]).toBe(0)
+  // 100 kB a call in a 1 MB budget: at most 10 calls a batch
+  expect(Math.max(...received.slice(1))).toBeLessThanOrEqual(10)
+  expect(received.reduce((sum, calls) => sum + Math.max(calls, 1), 0)).toBe(80)
+})
