@@ -1,8 +1,7 @@
 import { and, asc, eq, gte, lte, type SQL } from 'drizzle-orm'
 import type { Database, Sql } from '../db/client.js'
-import { ANY_REGISTRY, codeDailyTotals, EVERY_CHAIN } from '../db/schema/index.js'
-import { CODE_SENDER_WINDOW, ensureWindowsCurrent } from './rolling-windows.js'
-import { codeScopeKey } from './scope-refs.js'
+import { ANY_REGISTRY, codeDailyTotals } from '../db/schema/index.js'
+import { CODE_SENDER_WINDOW, ensureWindowsCurrent, scopeOf } from './rolling-windows.js'
 
 /**
  * Reads of one code's aggregates: its daily and hourly totals and its
@@ -53,7 +52,7 @@ export async function codeSenderCounts(
   query: CodeScope & { from: string; to: string; rolling30d: boolean; now: Date },
 ): Promise<{ perDay: Array<{ day: string; count: number }>; overall: number }> {
   const registry = query.registry ?? ANY_REGISTRY
-  const chainId = query.chainId ?? EVERY_CHAIN
+  const chainId = scopeOf(sql, query.chainId)
   const scope = sql`code = ${query.code} and registry = ${registry} and chain_id = ${chainId}`
   const [perDay, [overall]] = await Promise.all([
     sql<{ day: string; count: number }[]>`
@@ -66,7 +65,7 @@ export async function codeSenderCounts(
         )
       : sql<{ count: number }[]>`
           select count(distinct sender)::int as count from code_day_sender_refs
-          where code = ${query.code} and day between ${query.from} and ${query.to} and (refs ->> ${codeScopeKey(registry, chainId)})::bigint > 0`,
+          where code = ${query.code} and day between ${query.from} and ${query.to} and (refs ->> (${registry} || '|' || ${chainId}))::bigint > 0`,
   ])
   return { perDay, overall: overall!.count }
 }

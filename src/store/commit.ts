@@ -4,9 +4,11 @@ import type { Database } from '../db/client.js'
 import type { Hex } from 'viem'
 import type { BlockContext } from '../attribution/records.js'
 import type { Resolution } from '../attribution/decode.js'
+import { EVERY_CHAIN } from '../db/schema/index.js'
 import { ATTRIBUTION_EVENTS_CHANNEL } from './events.js'
 import type { RangeJob } from './ranges.js'
 import { CHAIN_SCOPE_KEY, CODE_SCOPE_KEY, scopedDistinctCtes } from './scope-refs.js'
+import { everyChainKeptIn, forgetEveryChainState, scopeCheck, writesEveryChain } from './every-chain.js'
 
 /** A block of a range as stored: the recent chain the reorg check walks. */
 export type IndexedBlock = BlockContext & { parentHash: Hex; txCount: number }
@@ -75,15 +77,16 @@ type EventRanges = { type: 'commit' | 'rollback'; ranges: string }
  * - per chain × day (and hour) × kind: attribution rows and distinct
  *   successful / failed transactions and UserOperations;
  * - exact unique senders per code × day (with its distinct count per day,
- *   in every chain / registry scope: scope-refs.ts) and per chain × day, as
- *   reference counts (a sender with 0 attributions left counts no more);
+ *   per chain and registry, for any registry, and for every chain while
+ *   `everyChain` is kept: scope-refs.ts, every-chain.ts) and per chain × day,
+ *   as reference counts (a sender with 0 attributions left counts no more);
  * - the rolling windows (leaderboard, active codes, unique senders);
  * - one stream event per range and code, and a notification (sent on commit)
  *   per range naming them.
  * Rows are upserted in key order so concurrent commits take the shared rows'
  * locks in the same order and wait for each other instead of deadlocking.
  */
-function aggregateCtes(sql: Sql, rows: string, sign: 1 | -1, event: EventRanges) {
+function aggregateCtes(sql: Sql, rows: string, sign: 1 | -1, event: EventRanges, everyChain: boolean) {
   const bucketedRows = sql`
     buckets as (
       select code, chain_id, block_number, kind, status, suffix_gas, sender, tx_hash || ':' || user_op_index as item,
@@ -124,9 +127,10 @@ function aggregateCtes(sql: Sql, rows: string, sign: 1 | -1, event: EventRanges)
     ${chainTotals('chain_daily', 'chain_daily_totals', 'day')},
     ${chainTotals('chain_hourly', 'chain_hourly_totals', 'hour')},
     code_sender_deltas as (
-      -- each row counts in its own chain and registry, for every chain (0) and for any registry ('*')
+      -- each row counts in its own chain and registry, for any registry ('*'), and (when kept) for every chain (0)
       select b.code, s.registry, s.chain_id, b.day, b.sender, ${sign} * count(*) as delta
-      from buckets b cross join lateral (values (b.registry, b.chain_id), (b.registry, 0), ('*', b.chain_id), ('*', 0)) as s(registry, chain_id)
+      from buckets b cross join lateral (values (b.registry, b.chain_id), ('*', b.chain_id)
+        ${everyChain ? sql`, (b.registry, ${EVERY_CHAIN}::int), ('*', ${EVERY_CHAIN}::int)` : sql``}) as s(registry, chain_id)
       group by 1, 2, 3, 4, 5
     ),
     ${scopedDistinctCtes(sql, {
@@ -144,7 +148,7 @@ function aggregateCtes(sql: Sql, rows: string, sign: 1 | -1, event: EventRanges)
       on conflict (day, chain_id, sender) do update set attributions = t.attributions + excluded.attributions
       returning 1
     ),
-    ${rollingWindowCtes(sql, sign)},
+    ${rollingWindowCtes(sql, sign, everyChain)},
     events as (
       insert into attribution_events (type, chain_id, code, registry, from_block, to_block, attributions)
       select ${event.type}, b.chain_id, code, registry, r.from_block, r.to_block, count(*)
@@ -162,19 +166,19 @@ function aggregateCtes(sql: Sql, rows: string, sign: 1 | -1, event: EventRanges)
 
 /**
  * The ready rolling windows (rolling-windows.ts) the rows fall
- * in, per chain and for every chain (scope 0): per code totals, and per
+ * in, per chain and (when kept) for every chain: per code totals, and per
  * sender reference counts whose crossings of 0 move the distinct-sender
  * counts. The bounds are locked FOR SHARE, so a window cannot move between
  * this statement reading them and its transaction committing.
  */
-function rollingWindowCtes(sql: Sql, sign: 1 | -1) {
+function rollingWindowCtes(sql: Sql, sign: 1 | -1, everyChain: boolean) {
   return sql`
     -- every bounds row is locked, ready or not: a row filtered out before the lock would not wait for a build in progress
     windows as (select name, subject, from_at, until_at, ready from window_bounds order by name for share),
     windowed as (
       select w.name as window_name, w.subject, s.scope, b.code, b.registry, b.kind, b.status, b.sender
       from buckets b
-      cross join lateral (values (b.chain_id), (0)) as s(scope)
+      cross join lateral (values (b.chain_id) ${everyChain ? sql`, (${EVERY_CHAIN}::int)` : sql``}) as s(scope)
       join windows w on w.ready and b.hour >= w.from_at and b.hour < w.until_at
     ),
     code_windows as (
@@ -222,16 +226,18 @@ function rollingWindowCtes(sql: Sql, sign: 1 | -1) {
 
 /**
  * Deletes the attribution rows of \`chainId\` above \`block\` and takes them out
- * of every aggregate, in one statement. Returns how many rows went.
+ * of every aggregate, in one statement of the caller's transaction (which
+ * holds the every-chain scope state from here on). Returns how many rows went.
  */
-export async function removeAttributionsAbove(sql: Sql, chainId: number, block: number): Promise<number> {
+export async function removeAttributionsAbove(sql: postgres.TransactionSql | postgres.ReservedSql, chainId: number, block: number): Promise<number> {
+  const everyChain = await everyChainKeptIn(sql)
   const [row] = await sql<{ removed: number }[]>`
     with gone as (
       delete from attributions where chain_id = ${chainId} and block_number > ${block}
       returning ${sql.unsafe(AGGREGATED_COLUMNS)}
     ),
     rolled_back as (select ${chainId}::int as chain_id, ${block + 1}::bigint as from_block, null::bigint as to_block),
-    ${aggregateCtes(sql, 'gone', -1, { type: 'rollback', ranges: 'rolled_back' })}
+    ${aggregateCtes(sql, 'gone', -1, { type: 'rollback', ranges: 'rolled_back' }, everyChain)}
     select count(*)::int as removed from gone, (select count(*) from notified) as n`
   return row!.removed
 }
@@ -258,6 +264,19 @@ export async function removeAttributionsAbove(sql: Sql, chainId: number, block: 
  */
 export async function commitRanges(db: Database, results: readonly RangeResult[]): Promise<CommitOutcome[]> {
   const sql = db.$client
+  const chainIds = results.map(({ job }) => job.chainId)
+  // the every-chain scope's state can change under a statement only once in a database's life: a second try fits
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const everyChain = await writesEveryChain(sql, chainIds)
+    const outcomes = await commitStatement(sql, results, everyChain)
+    if (outcomes) return outcomes
+    forgetEveryChainState(sql)
+  }
+  throw new Error('the every-chain scope state kept changing under the commit')
+}
+
+/** The statement of commitRanges; undefined when the every-chain scope was not in the state assumed (nothing written). */
+async function commitStatement(sql: postgres.Sql, results: readonly RangeResult[], everyChain: boolean): Promise<CommitOutcome[] | undefined> {
   const ranges = results.map(({ job, txCount, rows }) => ({
     chain_id: job.chainId,
     from_block: job.fromBlock,
@@ -286,15 +305,16 @@ export async function commitRanges(db: Database, results: readonly RangeResult[]
       reason: m.reason.slice(0, 500),
     })),
   )
-  const outcomes = await sql<{ chain_id: number; from_block: string; inserted: number }[]>`
-    with batch as (
+  const [row] = await sql<{ scope_ok: boolean; done: Array<{ chainId: number; fromBlock: number; inserted: number }> }[]>`
+    with ${scopeCheck(sql, everyChain, results[0]!.job.chainId)},
+    batch as (
       select * from jsonb_to_recordset(${JSON.stringify(ranges)}::jsonb)
         as b(chain_id int, from_block bigint, to_block bigint, to_hash text, tx_count int, attribution_count int)
     ),
     locked as (
       select r.chain_id, r.from_block from ranges r
       join batch b on r.chain_id = b.chain_id and r.from_block = b.from_block and r.to_hash = b.to_hash
-      where r.status = 'pending'
+      where r.status = 'pending' and exists (select 1 from scope_ok)
       order by r.chain_id, r.from_block
       for update of r
     ),
@@ -337,12 +357,15 @@ export async function commitRanges(db: Database, results: readonly RangeResult[]
       on conflict do nothing
       returning 1
     ),
-    ${aggregateCtes(sql, 'inserted', 1, { type: 'commit', ranges: 'done' })}
-    select d.chain_id, d.from_block,
-      (select count(*) from inserted i where i.chain_id = d.chain_id and i.block_number between d.from_block and d.to_block)::int as inserted
-    from done d, (select count(*) from notified) as n`
+    ${aggregateCtes(sql, 'inserted', 1, { type: 'commit', ranges: 'done' }, everyChain)}
+    select exists (select 1 from scope_ok) as scope_ok,
+      (select coalesce(json_agg(json_build_object('chainId', d.chain_id, 'fromBlock', d.from_block,
+        'inserted', (select count(*) from inserted i where i.chain_id = d.chain_id and i.block_number between d.from_block and d.to_block))), '[]')
+       from done d) as done,
+      (select count(*) from notified)::int as notified`
+  if (!row!.scope_ok) return undefined
   return results.map(({ job }) => {
-    const outcome = outcomes.find((row) => row.chain_id === job.chainId && Number(row.from_block) === job.fromBlock)
+    const outcome = row!.done.find((done) => done.chainId === job.chainId && done.fromBlock === job.fromBlock)
     return { committed: outcome !== undefined, inserted: outcome?.inserted ?? 0 }
   })
 }

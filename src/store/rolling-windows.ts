@@ -1,6 +1,7 @@
 import type postgres from 'postgres'
 import type { Sql } from '../db/client.js'
 import { EVERY_CHAIN } from '../db/schema/index.js'
+import { everyChainKeptIn, everyChainReadScope } from './every-chain.js'
 import { DAY_MS, firstDayOf, firstHourOf24h, HOUR_MS } from './buckets.js'
 import { countsNowhere, mergedRefs } from './scope-refs.js'
 
@@ -76,8 +77,8 @@ export function codeWindowsOf(window: CodeWindowName): { current: string; previo
 
 export const senderWindowOf = (window: CodeWindowName) => `senders:${window}`
 
-/** Scope of the rolling rows: one chain, or every chain together. */
-export const scopeOf = (chainId: number | undefined) => chainId ?? EVERY_CHAIN
+/** Scope of the rolling rows a read names: one chain, or every chain together (every-chain.ts). */
+export const scopeOf = (sql: Sql, chainId: number | undefined) => (chainId === undefined ? everyChainReadScope(sql) : sql`${chainId}::int`)
 
 const asTimestamp = (ms: number) => (ms === Infinity ? 'infinity' : ms === -Infinity ? '-infinity' : new Date(ms).toISOString())
 
@@ -115,9 +116,10 @@ async function moveWindow(sql: Sql, window: RollingWindow, bounds: Bounds) {
       select ready, extract(epoch from from_at)::float8 * 1000 as from, extract(epoch from until_at)::float8 * 1000 as until
       from window_bounds where name = ${window.name} for update`
     if (!row) throw new Error(`rolling window ${window.name} is missing from window_bounds: run the migrations`)
-    if (!row.ready) await rebuild(tx, window, bounds)
-    else if (bounds.from > row.from) await move(tx, window, { from: row.from, until: row.until }, bounds)
-    else return
+    if (row.ready && bounds.from <= row.from) return
+    const everyChain = await everyChainKeptIn(tx)
+    if (!row.ready) await rebuild(tx, window, bounds, everyChain)
+    else await move(tx, window, { from: row.from, until: row.until }, bounds, everyChain)
     await tx`
       update window_bounds set from_at = ${asTimestamp(bounds.from)}::text::timestamptz, until_at = ${asTimestamp(bounds.until)}::text::timestamptz, ready = true
       where name = ${window.name}`
@@ -139,24 +141,25 @@ const DISTINCT_TABLES = {
   },
 } as const
 
-async function rebuild(sql: Tx, window: RollingWindow, bounds: Bounds) {
+async function rebuild(sql: Tx, window: RollingWindow, bounds: Bounds, everyChain: boolean) {
   const table = window.subject === 'code' ? 'code_window_totals' : DISTINCT_TABLES[window.subject].refs
   await sql`delete from ${sql(table)} where window_name = ${window.name}`
-  await apply(sql, window, bounds, 1)
+  await apply(sql, window, bounds, 1, everyChain)
   await settle(sql, window)
 }
 
 /** [f0, u0) → [f1, u1), both ends moving forward: take out what is left behind, add what is entered. */
-async function move(sql: Tx, window: RollingWindow, was: Bounds, now: Bounds) {
+async function move(sql: Tx, window: RollingWindow, was: Bounds, now: Bounds, everyChain: boolean) {
   const left = { from: was.from, until: Math.min(now.from, was.until) }
   const entered = { from: Math.max(was.until, now.from), until: now.until }
-  if (left.from < left.until) await apply(sql, window, left, -1)
-  if (entered.from < entered.until) await apply(sql, window, entered, 1)
+  if (left.from < left.until) await apply(sql, window, left, -1, everyChain)
+  if (entered.from < entered.until) await apply(sql, window, entered, 1, everyChain)
   await settle(sql, window)
 }
 
-/** Adds (or, with -1, takes out) what the buckets in `bounds` hold to the window's rows. */
-async function apply(sql: Tx, window: RollingWindow, bounds: Bounds, sign: 1 | -1) {
+/** Adds (or, with -1, takes out) what the buckets in `bounds` hold to the window's rows, per chain and (when kept) for every chain. */
+async function apply(sql: Tx, window: RollingWindow, bounds: Bounds, sign: 1 | -1, everyChain: boolean) {
+  const scopes = sql`(values (chain_id) ${everyChain ? sql`, (${EVERY_CHAIN}::int)` : sql``}) as s(scope)`
   const from = asTimestamp(bounds.from)
   const until = asTimestamp(bounds.until)
   // sender windows are whole UTC days, the days unique senders are kept by
@@ -167,7 +170,7 @@ async function apply(sql: Tx, window: RollingWindow, bounds: Bounds, sign: 1 | -
       select ${window.name}, sender, jsonb_object_agg(scope::text, attributions)
       from (
         select s.scope, sender, ${sign} * sum(attributions) as attributions
-        from chain_daily_senders cross join lateral (values (chain_id), (0)) as s(scope)
+        from chain_daily_senders cross join lateral ${scopes}
         where ${inDays} and attributions > 0
         group by 1, 2
       ) as by_scope
@@ -204,7 +207,7 @@ async function apply(sql: Tx, window: RollingWindow, bounds: Bounds, sign: 1 | -
       ${sign} * coalesce(sum(success_count) filter (where kind = 'userOperation'), 0),
       ${sign} * sum(reverted_count)
     from (${source}) as totals
-    cross join lateral (values (chain_id), (0)) as s(scope)
+    cross join lateral ${scopes}
     group by 2, 3, 4 order by 2, 3, 4
     on conflict (window_name, scope, code, registry) do update set
       transactions = t.transactions + excluded.transactions,

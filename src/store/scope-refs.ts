@@ -15,10 +15,8 @@ import type postgres from 'postgres'
 
 type Sql = postgres.Sql | postgres.TransactionSql | postgres.ReservedSql
 
-/** Scope key of a code's sender: its registry namespace and chain, `*` and 0 standing for every one (`canonical|8453`, `*|0`). */
+/** Scope key of a code's sender: its registry namespace and chain, `*` and 0 standing for every one (`canonical|8453`, `*|0`; 0 while kept: every-chain.ts). */
 export const CODE_SCOPE_KEY = `registry || '|' || chain_id`
-/** The same key built in the process, for a read that names one scope. */
-export const codeScopeKey = (registry: string, chainId: number) => `${registry}|${chainId}`
 /** Scope key of a window's sender: the chain, 0 for every chain. */
 export const CHAIN_SCOPE_KEY = 'scope::text'
 

@@ -38,7 +38,7 @@ export type RankedCode = {
 function conditions(sql: Sql, alias: string, windowName: string, query: RankedCodesQuery) {
   const column = (name: string) => sql(`${alias}.${name}`)
   return sql`
-    ${column('window_name')} = ${windowName} and ${column('scope')} = ${scopeOf(query.chainId)}
+    ${column('window_name')} = ${windowName} and ${column('scope')} = ${scopeOf(sql, query.chainId)}
     ${query.registry === undefined ? sql`` : sql`and ${column('registry')} = ${query.registry}`}
     ${query.includeInvalid ? sql`` : sql`and ${column('valid')}`}`
 }
@@ -78,7 +78,7 @@ export async function rankedCodes(sql: Sql, query: RankedCodesQuery): Promise<Ra
  */
 export async function windowActivity(sql: Sql, query: WindowQuery): Promise<{ activeCodes: number; uniqueSenders: number }> {
   await ensureWindowsCurrent(sql, query.now)
-  const scope = scopeOf(query.chainId)
+  const scope = scopeOf(sql, query.chainId)
   const [[codes], [senders]] = await Promise.all([
     sql<{ count: number }[]>`
       select count(*)::int as count from code_window_totals

@@ -54,6 +54,8 @@ const leaderboardUrl = (query = '') => `${api.url}/v1/analytics/leaderboard${que
 
 beforeAll(async () => {
   database = await createTestDatabase('analytics')
+  // the seeds stand for commits of two chains, which keep the every-chain scope
+  await database.db.$client`update every_chain_scope set kept = true`
   await database.db.insert(builderCodes).values({ code: 'bc_alpha001', walletAddress: '0x000000000000000000000000000000000000dEaD' })
   await seedDaily([
     // bc_alpha001 on two chains, three days of the window plus one day before it

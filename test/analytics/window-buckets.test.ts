@@ -15,6 +15,8 @@ const LATE_EVENING = new Date('2026-03-10T23:30:00Z')
 
 beforeAll(async () => {
   database = await createTestDatabase('buckets')
+  // the seeds stand for commits of chain 1: the only chain, whose rows are every chain's
+  await database.db.$client`update every_chain_scope set only_chain = 1`
   const totals = { kind: 'transaction' as const, revertedCount: 0, suffixGas: 0 }
   await database.db.insert(codeHourlyTotals).values({ ...totals, code: 'by_hour', chainId: 1, hour: new Date('2026-03-10T05:00:00Z'), successCount: 2 })
   await database.db.insert(codeDailyTotals).values({ ...totals, code: 'by_day', chainId: 1, day: '2026-03-10', successCount: 5 })

@@ -175,10 +175,24 @@ export const chainHourlyTotals = pgTable(
   (t) => [primaryKey({ columns: [t.chainId, t.hour, t.kind] })],
 )
 
-/** In the per-code sender tables, `chain_id` 0 counts every chain together… */
+/** In the per-code sender tables, `chain_id` 0 counts every chain together (while kept: everyChainScope)… */
 export const EVERY_CHAIN = 0
 /** …and `registry` '*' every registry namespace of the code together. */
 export const ANY_REGISTRY = '*'
+
+/**
+ * Whether the every-chain scope (EVERY_CHAIN) of the per code sender tables
+ * and the rolling windows is kept: one row. While one chain alone has
+ * aggregates it is not — its figures are that chain's (`only_chain`), and
+ * writing them twice cost a quarter of every commit. The first commit of
+ * another chain builds it from the first chain's rows and sets `kept` for
+ * good (src/store/every-chain.ts).
+ */
+export const everyChainScope = pgTable('every_chain_scope', {
+  id: integer('id').primaryKey(),
+  kept: boolean('kept').notNull(),
+  onlyChain: integer('only_chain'),
+})
 
 /**
  * Reference counts by scope, one row per group, as a JSON object from a
