@@ -1,4 +1,5 @@
 import { postJson } from '../../src/rpc/http-post.js'
+import { flushDirtyPages } from '../lib/process.js'
 import { createRpc } from '../../src/rpc/client.js'
 import { candidateFilter } from '../../src/attribution/records.js'
 
@@ -75,6 +76,7 @@ export async function measureFloor(options: FloorOptions): Promise<FloorResult> 
       blocks += numbers.length
     }
   }
+  flushDirtyPages()
   const started = performance.now()
   await Promise.all(Array.from({ length: options.concurrency }, () => worker()))
   return { ms: performance.now() - started, blocks, transactions, requests, batchSize: options.batchSize, concurrency: options.concurrency }

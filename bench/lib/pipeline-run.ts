@@ -6,6 +6,7 @@ import type { GroundTruth } from '../chain/generate.js'
 import type { ReplayProcess } from '../chain/replay-process.js'
 import type { ReplayStats } from '../chain/replay-server.js'
 import { FeatureMissing } from './bench.js'
+import { flushDirtyPages } from './process.js'
 import {
   createBenchDatabase,
   createProgressReader,
@@ -177,6 +178,7 @@ export async function runBackfill(options: {
   const ready = await startReadyIndexer(options)
   try {
     const last = options.truth.lastBlock
+    flushDirtyPages()
     await options.replay.resetStats()
     const releasedAt = Date.now()
     const releasedAtUs = process.hrtime.bigint() / 1000n

@@ -1,9 +1,19 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { createInterface } from 'node:readline'
 
 /** A port nothing listens on right now (the OS picks it; it is released before use, a tiny race accepted for benches). */
+/**
+ * Writes the machine's dirty pages out before a measured run starts, so no
+ * run pays for the disk writes another left behind (a dropped bench
+ * database forces a PostgreSQL checkpoint whose pages the kernel writes back
+ * for seconds after). Outside every clock.
+ */
+export function flushDirtyPages(): void {
+  execFileSync('sync')
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer()
