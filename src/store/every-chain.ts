@@ -8,11 +8,11 @@ import { EVERY_CHAIN } from '../db/schema/index.js'
  *
  * While a single chain has aggregates, commits write that chain's scope
  * alone and reads of "every chain" read that chain's rows: the same
- * figures, for a quarter less work per commit. The first commit (or window
- * move) that needs the scope for a second chain builds it once, from the
- * first chain's rows, under the state row's lock, which every commit,
- * rollback and window move holds FOR SHARE while it writes: so no statement
- * writes with a stale idea of the scope, and none is counted twice or lost.
+ * figures, for a quarter less work per commit. The first commit of a
+ * second chain builds the scope once, from the first chain's rows, under
+ * the state row's lock, which every commit, rollback and window move holds
+ * FOR SHARE while it writes: so no statement writes with a stale idea of
+ * the scope, and no row is counted twice or lost.
  */
 
 type Sql = postgres.Sql | postgres.TransactionSql | postgres.ReservedSql
