@@ -63,25 +63,24 @@ export function createCommitBatcher(options: CommitBatcherOptions) {
     while (waiting.length > 0) void commitBatch(waiting.splice(0, options.maxRanges))
   }
 
+  /** One range's own statement: its outcome, or its error, to its caller. */
+  const commitAlone = (entry: Waiting) => commitRanges(options.db, [entry.result]).then(([outcome]) => entry.resolve(outcome!), entry.reject)
+
+  /** One statement for the batch; if it fails, or finds a range no longer pending, one statement per range. */
   async function commitBatch(batch: Waiting[]) {
     committing += batch.length
     try {
+      if (batch.length === 1) return await commitAlone(batch[0]!)
       const outcomes = await commitRanges(
         options.db,
         batch.map((entry) => entry.result),
-      ).catch((error: Error) => {
-        if (batch.length === 1) throw error
-        options.onSplit?.(batch.length, error)
-        return undefined
-      })
-      if (outcomes && (batch.length === 1 || outcomes.every((outcome) => outcome.committed))) {
+      ).catch((error: Error) => error)
+      if (!(outcomes instanceof Error) && outcomes.every((outcome) => outcome.committed)) {
         batch.forEach((entry, i) => entry.resolve(outcomes[i]!))
         return
       }
-      if (outcomes) options.onSplit?.(batch.length, undefined)
-      for (const entry of batch) await commitRanges(options.db, [entry.result]).then(([outcome]) => entry.resolve(outcome!), entry.reject)
-    } catch (error) {
-      for (const entry of batch) entry.reject(error as Error)
+      options.onSplit?.(batch.length, outcomes instanceof Error ? outcomes : undefined)
+      for (const entry of batch) await commitAlone(entry)
     } finally {
       committing -= batch.length
     }
