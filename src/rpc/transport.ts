@@ -222,9 +222,9 @@ export function createTransport(options: TransportOptions) {
         }
         const first = runChunk(positions.slice(0, 1)).finally(() => probes.delete(key))
         probes.set(key, first)
+        // the rest waits for it: if it fails for good, nothing more is asked for this call
+        await first
         positions = positions.slice(1)
-        await Promise.all([first, run(positions)])
-        return
       }
       const size = sizer.sizeFor(key)
       observer.batchSize?.(key, size)

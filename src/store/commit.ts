@@ -8,7 +8,7 @@ import { EVERY_CHAIN } from '../db/schema/index.js'
 import { ATTRIBUTION_EVENTS_CHANNEL } from './events.js'
 import type { RangeJob } from './ranges.js'
 import { CHAIN_SCOPE_KEY, CODE_SCOPE_KEY, scopedDistinctCtes } from './scope-refs.js'
-import { everyChainKeptIn, forgetEveryChainState, scopeCheck, writesEveryChain } from './every-chain.js'
+import { chainScopes, everyChainKeptIn, forgetEveryChainState, scopeCheck, writesEveryChain } from './every-chain.js'
 
 /** A block of a range as stored: the recent chain the reorg check walks. */
 export type IndexedBlock = BlockContext & { parentHash: Hex; txCount: number }
@@ -178,7 +178,7 @@ function rollingWindowCtes(sql: Sql, sign: 1 | -1, everyChain: boolean) {
     windowed as (
       select w.name as window_name, w.subject, s.scope, b.code, b.registry, b.kind, b.status, b.sender
       from buckets b
-      cross join lateral (values (b.chain_id) ${everyChain ? sql`, (${EVERY_CHAIN}::int)` : sql``}) as s(scope)
+      cross join lateral ${chainScopes(sql, 'b.chain_id', everyChain)}
       join windows w on w.ready and b.hour >= w.from_at and b.hour < w.until_at
     ),
     code_windows as (

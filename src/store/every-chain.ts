@@ -75,6 +75,11 @@ export function scopeCheck(sql: Sql, everyChain: boolean, chainId: number) {
     )`
 }
 
+/** `(values (<chain column>)[, (0)]) as s(scope)`: the scopes a row of that chain counts in, every chain only when kept. */
+export function chainScopes(sql: Sql, chainColumn: string, everyChain: boolean) {
+  return sql`(values (${sql(chainColumn)}) ${everyChain ? sql`, (${EVERY_CHAIN}::int)` : sql``}) as s(scope)`
+}
+
 /** The scope number the rows of "every chain" are read from now: EVERY_CHAIN once kept, else the only chain's (none yet: EVERY_CHAIN, no rows). */
 export function everyChainReadScope(sql: Sql) {
   return sql`(select case when kept then ${EVERY_CHAIN}::int else coalesce(only_chain, ${EVERY_CHAIN}::int) end from every_chain_scope where id = 1)`

@@ -1,7 +1,6 @@
 import type postgres from 'postgres'
 import type { Sql } from '../db/client.js'
-import { EVERY_CHAIN } from '../db/schema/index.js'
-import { everyChainKeptIn, everyChainReadScope } from './every-chain.js'
+import { chainScopes, everyChainKeptIn, everyChainReadScope } from './every-chain.js'
 import { DAY_MS, firstDayOf, firstHourOf24h, HOUR_MS } from './buckets.js'
 import { countsNowhere, mergedRefs } from './scope-refs.js'
 
@@ -159,7 +158,7 @@ async function move(sql: Tx, window: RollingWindow, was: Bounds, now: Bounds, ev
 
 /** Adds (or, with -1, takes out) what the buckets in `bounds` hold to the window's rows, per chain and (when kept) for every chain. */
 async function apply(sql: Tx, window: RollingWindow, bounds: Bounds, sign: 1 | -1, everyChain: boolean) {
-  const scopes = sql`(values (chain_id) ${everyChain ? sql`, (${EVERY_CHAIN}::int)` : sql``}) as s(scope)`
+  const scopes = chainScopes(sql, 'chain_id', everyChain)
   const from = asTimestamp(bounds.from)
   const until = asTimestamp(bounds.until)
   // sender windows are whole UTC days, the days unique senders are kept by
