@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config'
 export default defineConfig({
   root: fileURLToPath(new URL('..', import.meta.url)),
   test: {
-    include: ['bench/test/**/*.test.ts'],
+    include: ['bench/**/*.test.ts'],
     pool: 'forks',
     maxWorkers: 2,
     testTimeout: 60_000,

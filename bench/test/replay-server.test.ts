@@ -150,3 +150,39 @@ describe('floor', () => {
     expect(result.transactions).toBe(truth.transactions)
   })
 })
+
+describe('node profiles', () => {
+  afterAll(() => server.setProfile({ name: 'fast' }))
+
+  it('answers the same bytes on the serial profile, later', async () => {
+    const body = [call('eth_getBlockByNumber', ['0x3', true], 1), call('eth_getBlockByNumber', ['0x4', true], 2)]
+    const fast = await rpc(body)
+    server.setProfile({ name: 'serial', options: { requestMs: 5, callMs: 1, msPerMiB: 10, quadraticMsPerMiB2: 1, contention: 0.1 } })
+    const busyBefore = server.stats().modelledBusyMs
+    expect(await rpc(body)).toEqual(fast)
+    // the node's thread was busy for at least the request and its two calls
+    expect(server.stats().modelledBusyMs - busyBefore).toBeGreaterThanOrEqual(7)
+  })
+
+  it('refuses a request past the remote cap with 429 and Retry-After while one is held', async () => {
+    // the first request is held for its latency (5 s): long enough for the second to arrive meanwhile
+    server.setProfile({ name: 'remote', options: { latencyMs: 5_000, maxInFlight: 1, retryAfterSeconds: 2 } })
+    const held = fetch(server.url, { method: 'POST', body: JSON.stringify(call('eth_chainId')) })
+    // the positive signal that the first is held: the node counts it in flight
+    await expect.poll(() => server.stats().maxInFlight).toBe(1)
+    const response = await fetch(server.url, { method: 'POST', body: JSON.stringify(call('eth_chainId')) })
+    expect(response.status).toBe(429)
+    expect(response.headers.get('retry-after')).toBe('2')
+    expect(server.stats().refused).toBe(1)
+    expect((await held).status).toBe(200)
+  })
+
+  it('lets the floor fetch every block from a remote node that refuses, asking again after Retry-After', async () => {
+    server.setProfile({ name: 'remote', options: { latencyMs: 200, maxInFlight: 1, retryAfterSeconds: 1 } })
+    const result = await measureFloor({ url: server.url, from: 1, to: chain.lastBlock, batchSize: 4, concurrency: 3 })
+    expect(result.transactions).toBe(truth.transactions)
+    expect(result.requests).toBe(3)
+    // three sent at once against a cap of one: the other two were refused at least once
+    expect(result.refused).toBeGreaterThanOrEqual(2)
+  })
+})
