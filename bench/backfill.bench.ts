@@ -4,6 +4,7 @@ import { serveChain } from './lib/chain-setup.js'
 import { requireIndexer } from './lib/indexer.js'
 import type { PipelineSettings } from './lib/pipeline-run.js'
 import { fmt, printTable, ratio, type Target } from './lib/report.js'
+import { defaultChainParams, denseChainParams, type ChainParams } from './chain/generate.js'
 import { profileSpec, type ProfileName } from './chain/node-profiles.js'
 
 /**
@@ -18,13 +19,18 @@ import { profileSpec, type ProfileName } from './chain/node-profiles.js'
  * - everyday chain (200-tx blocks, ~2% attributed, ≥ 1M transactions in the
  *   full run) on the fast node, the serial node and the remote node;
  * - a Base-sized chain (600-tx, ~1.1 MB blocks) on the fast node, where the
- *   point is the batch size the transport settles on.
+ *   point is the batch size the transport settles on;
+ * - a dense chain (half the transactions attributed, bundles, a long tail of
+ *   codes; ≥ 1M transactions in the full run) on the fast node, whose floor
+ *   fetches every block's receipts too (`eth_getBlockReceipts`): there most
+ *   transactions need their outcome. Its memory is held against the
+ *   everyday chain's.
  *
  * `BENCH_BACKFILL_CASES=everyday/serial,base-sized/fast` runs only the cases
  * named; `BENCH_INDEXER_ENV='RPC_MAX_CONCURRENCY=4 …'` sets indexer settings
  * for an experiment (the results then say the indexer was not on defaults).
  */
-type ChainName = 'everyday' | 'base-sized'
+type ChainName = 'everyday' | 'base-sized' | 'dense'
 type CaseName = `${ChainName}/${ProfileName}`
 
 const CASES: ReadonlyArray<{ chain: ChainName; profile: ProfileName }> = [
@@ -32,12 +38,23 @@ const CASES: ReadonlyArray<{ chain: ChainName; profile: ProfileName }> = [
   { chain: 'everyday', profile: 'serial' },
   { chain: 'everyday', profile: 'remote' },
   { chain: 'base-sized', profile: 'fast' },
+  { chain: 'dense', profile: 'fast' },
 ]
 
-function chainSizes(quick: boolean): Record<ChainName, { blocks: number; txPerBlock: number; sampleBlocks: number }> {
+type ChainSize = { blocks: number; txPerBlock: number; sampleBlocks: number }
+
+/** What each chain is made of, and whether its floor fetches block receipts. */
+const CHAINS: Record<ChainName, { params: Omit<ChainParams, 'blocks' | 'txPerBlock'>; receipts: boolean }> = {
+  everyday: { params: defaultChainParams, receipts: false },
+  'base-sized': { params: defaultChainParams, receipts: false },
+  dense: { params: denseChainParams, receipts: true },
+}
+
+function chainSizes(quick: boolean): Record<ChainName, ChainSize> {
   return {
     everyday: { blocks: quick ? 60 : 5_000, txPerBlock: 200, sampleBlocks: quick ? 30 : 1_000 },
     'base-sized': { blocks: quick ? 12 : 600, txPerBlock: 600, sampleBlocks: quick ? 8 : 200 },
+    dense: { blocks: quick ? 40 : 5_000, txPerBlock: 200, sampleBlocks: quick ? 20 : 1_000 },
   }
 }
 
@@ -74,7 +91,7 @@ export const backfill: Bench = async ({ quick, cpuProfileDir }) => {
   const results: Partial<Record<CaseName, CaseResult>> = {}
   for (const chainName of [...new Set(cases.map((c) => c.chain))]) {
     const size = sizes[chainName]
-    const served = await serveChain({ blocks: size.blocks, txPerBlock: size.txPerBlock })
+    const served = await serveChain({ ...CHAINS[chainName].params, blocks: size.blocks, txPerBlock: size.txPerBlock })
     try {
       const truth = served.chain.truth()
       for (const { profile } of cases.filter((c) => c.chain === chainName)) {
@@ -82,7 +99,7 @@ export const backfill: Bench = async ({ quick, cpuProfileDir }) => {
         results[`${chainName}/${profile}`] = await measureCase(served.replay, truth, {
           label,
           profile: profileSpec(profile),
-          receipts: false,
+          receipts: CHAINS[chainName].receipts,
           sampleBlocks: size.sampleBlocks,
           ...params.sweep,
           reps,
@@ -110,12 +127,26 @@ export const backfill: Bench = async ({ quick, cpuProfileDir }) => {
       fmt(r.peakRssMiB),
     ]),
   )
-  const targets: Target[] = measured.map((r) => ({
-    name: `${r.label} vs its floor on defaults`,
-    goal: '≥ 0.9× the best plain client on the same node',
-    actual: `${ratio(r.ratio)} (settled at batch ${r.settled.blockBatchSize}, ${r.settled.concurrencyLimit} in flight)`,
-    met: r.ratio >= 0.9,
-  }))
+  const targets: Target[] = measured.map((r) => {
+    // the dense chain's goal is its own (issue 23): its floor reads every receipt, the indexer a commit per attribution
+    const goal = r.floorPoint.receipts ? 0.7 : 0.9
+    return {
+      name: `${r.label} vs its floor on defaults`,
+      goal: `≥ ${goal}× the best plain client on the same node${r.floorPoint.receipts ? ' (blocks + block receipts)' : ''}`,
+      actual: `${ratio(r.ratio)} (settled at batch ${r.settled.blockBatchSize}, ${r.settled.concurrencyLimit} in flight)`,
+      met: r.ratio >= goal,
+    }
+  })
+  const sparse = results['everyday/fast']
+  const dense = results['dense/fast']
+  if (sparse && dense) {
+    targets.push({
+      name: 'backfill dense chain memory',
+      goal: "peak RSS ≤ 1.5× the everyday chain's (fast node)",
+      actual: `${fmt(dense.peakRssMiB)} MiB vs ${fmt(sparse.peakRssMiB)} MiB (${ratio(dense.peakRssMiB / sparse.peakRssMiB)})`,
+      met: dense.peakRssMiB <= 1.5 * sparse.peakRssMiB,
+    })
+  }
   targets.push({ name: 'backfill totals', goal: 'equal to ground truth in every round', actual: measured.every((r) => r.verified) ? 'equal' : 'different', met: measured.every((r) => r.verified) })
   return { params, figures: results, targets }
 }

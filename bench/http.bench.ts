@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import autocannon, { type Request } from 'autocannon'
-import type { GroundTruth } from './chain/generate.js'
+import type { GroundTruth } from './chain/truth.js'
 import type { Bench } from './lib/bench.js'
 import { serveChain } from './lib/chain-setup.js'
 import {

@@ -1,11 +1,10 @@
 import type { Chain } from './files.js'
-import { gasUsedOf, receiptJson } from './generate.js'
 
 /**
  * The JSON-RPC methods the replay node serves, answered from the generated
  * chain's pre-serialized bytes wherever an indexer's hot path asks (blocks,
- * receipts by transaction), and from parsed JSON only for rare lookups.
- * Blocks above the released head do not exist yet.
+ * a block's receipts, a candidate's receipt by hash), and from parsed JSON
+ * only for rare lookups. Blocks above the released head do not exist yet.
  */
 
 export class RpcError extends Error {
@@ -28,7 +27,6 @@ export type MethodContext = {
 
 type ParsedLog = { blockNumber: number; address: string; topics: string[]; json: string }
 type Located = { block: number; index: number }
-type RawTransaction = { hash: string; from: string; to: string | null; gas: string; gasPrice: string; type: string }
 
 const NULL = 'null'
 const quantity = (value: number) => `"0x${value.toString(16)}"`
@@ -70,33 +68,6 @@ export function createReplayMethods(chain: Chain, context: MethodContext) {
     return found && released(found.block) !== undefined ? found : undefined
   }
 
-  /** Receipts of a whole block: stored ones as generated, the others rebuilt from their transaction. */
-  function blockReceipts(number: number): string[] {
-    const parsed = JSON.parse(chain.fullBlock(number).toString('latin1')) as { hash: string; transactions: RawTransaction[] }
-    let cumulativeGasUsed = 0
-    return parsed.transactions.map((tx, transactionIndex) => {
-      const gasUsed = gasUsedOf(tx.hash, Number.parseInt(tx.gas, 16))
-      cumulativeGasUsed += gasUsed
-      const stored = chain.storedReceipt(tx.hash)
-      if (stored) return stored.toString('latin1')
-      return receiptJson({
-        blockHash: parsed.hash,
-        blockNumber: number,
-        transactionHash: tx.hash,
-        transactionIndex,
-        from: tx.from,
-        to: tx.to,
-        type: Number.parseInt(tx.type, 16),
-        cumulativeGasUsed,
-        gasUsed,
-        effectiveGasPrice: Number.parseInt(tx.gasPrice, 16),
-        status: 1,
-        logs: [],
-        firstLogIndex: 0,
-      }).json
-    })
-  }
-
   function receipt(hash: unknown): Result {
     if (typeof hash !== 'string') throw new RpcError(-32602, 'invalid transaction hash')
     const stored = chain.storedReceipt(hash)
@@ -106,9 +77,10 @@ export function createReplayMethods(chain: Chain, context: MethodContext) {
       context.touchBlock(number)
       return stored
     }
+    // a transaction no indexer asks about by hash: its block's receipts, parsed (rare)
     const found = locate(hash)
     if (!found) return NULL
-    return blockReceipts(found.block)[found.index]!
+    return JSON.stringify((JSON.parse(chain.blockReceipts(found.block).toString('latin1')) as unknown[])[found.index])
   }
 
   function transaction(hash: unknown): Result {
@@ -198,7 +170,7 @@ export function createReplayMethods(chain: Chain, context: MethodContext) {
         const number = released(typeof target === 'string' && target.length === 66 ? chain.numberOf(target) : blockNumberOf(target))
         if (number === undefined) return NULL
         context.touchBlock(number)
-        return `[${blockReceipts(number).join(',')}]`
+        return chain.blockReceipts(number)
       }
       case 'eth_getTransactionReceipt':
         return receipt(params[0])

@@ -1,5 +1,5 @@
 import { measureFloor, sweepFloor, type FloorResult, type Sweep } from '../chain/floor.js'
-import type { GroundTruth } from '../chain/generate.js'
+import type { GroundTruth } from '../chain/truth.js'
 import type { ProfileSpec } from '../chain/node-profiles.js'
 import type { ReplayProcess } from '../chain/replay-process.js'
 import type { CpuSeconds } from './cpu.js'

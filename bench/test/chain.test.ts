@@ -6,7 +6,8 @@ import { entryPoint06Abi, entryPoint07Abi, entryPoint08Abi } from 'viem/account-
 import { afterAll, describe, expect, it } from 'vitest'
 import { decodeAttribution } from '../../src/attribution/decode.js'
 import { openChain, type Chain } from '../chain/files.js'
-import { ensureChain, generateChain, type CodeTotals, type GroundTruth } from '../chain/generate.js'
+import { denseChainParams, ensureChain, generateChain } from '../chain/generate.js'
+import type { CodeTotals, GroundTruth } from '../chain/truth.js'
 import { entryPointAddresses } from '../chain/user-operations.js'
 import { testChainParams } from './fixtures.js'
 
@@ -108,6 +109,26 @@ describe('generated chain', () => {
     expect(new Set(truth.units.map((unit) => unit.schemaId))).toEqual(new Set([0, 1, 2]))
   })
 
+  it('has every transaction\'s receipt in its block\'s receipts, and indexes the candidates\' by hash', () => {
+    let indexed = 0
+    for (let number = 0; number <= chain.lastBlock; number++) {
+      const block = JSON.parse(chain.fullBlock(number).toString()) as Block
+      const receipts = JSON.parse(chain.blockReceipts(number).toString()) as Array<Receipt & { transactionHash: string; blockHash: string }>
+      expect(receipts.map((r) => r.transactionHash)).toEqual(block.transactions.map((tx) => tx.hash))
+      expect(new Set(receipts.map((r) => r.blockHash))).toEqual(new Set(number === 0 ? [] : [block.hash]))
+      if (receipts.length > 0) expect(BigInt(receipts.at(-1)!.cumulativeGasUsed)).toBe(BigInt(block.gasUsed))
+      receipts.forEach((receipt, i) => {
+        const stored = chain.storedReceipt(block.transactions[i]!.hash)
+        if (!stored) return
+        indexed++
+        expect(JSON.parse(stored.toString())).toEqual(receipt)
+      })
+    }
+    expect(indexed).toBe(chain.meta.candidateReceipts)
+    // every attributed transaction and every bundle is a candidate
+    for (const unit of truth.units) expect(chain.storedReceipt(unit.txHash), unit.txHash).toBeDefined()
+  })
+
   it('puts every log of a receipt into the receipt bloom and the block bloom', () => {
     const receipt = JSON.parse(chain.storedReceipt(truth.units.find((u) => u.kind === 'userOperation')!.txHash)!.toString()) as Receipt & {
       logsBloom: string
@@ -124,7 +145,7 @@ describe('generated chain', () => {
     try {
       const digests = dirs.map((dir) => {
         generateChain({ ...testChainParams, blocks: 3 }, dir)
-        return ['full.json', 'header.json', 'receipts.tsv', 'truth.json'].map((file) =>
+        return ['full.json', 'header.json', 'receipts.json', 'candidates.tsv', 'truth.json'].map((file) =>
           createHash('sha256').update(readFileSync(`${dir}/${file}`)).digest('hex'),
         )
       })
@@ -132,5 +153,38 @@ describe('generated chain', () => {
     } finally {
       for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
     }
+  })
+})
+
+describe('dense chain', () => {
+  const dir = mkdtempSync(`${tmpdir()}/chain-dense-`)
+  generateChain({ ...denseChainParams, blocks: 6, txPerBlock: 100 }, dir)
+  const chain = openChain(dir)
+  const truth = chain.truth()
+  afterAll(() => {
+    chain.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('attributes about half the transactions, through every EntryPoint version too, with reverts and a long tail of codes', () => {
+    const attributedTransactions = new Set(truth.units.map((unit) => unit.txHash)).size
+    expect(attributedTransactions / truth.transactions).toBeGreaterThan(0.4)
+    expect(attributedTransactions / truth.transactions).toBeLessThan(0.6)
+    const bundledTo = new Set(truth.units.filter((unit) => unit.kind === 'userOperation').map((unit) => {
+      const block = JSON.parse(chain.fullBlock(unit.block).toString()) as Block
+      return block.transactions.find((tx) => tx.hash === unit.txHash)!.to
+    }))
+    expect(bundledTo).toEqual(new Set(entryPointAddresses.map((address) => address.toLowerCase())))
+    expect(truth.attributedTransactions.reverted).toBeGreaterThan(0)
+    expect(truth.attributedUserOperations.reverted).toBeGreaterThan(0)
+    // a heavy head and a long tail: the numbered apps beyond the 150 of the everyday chain appear
+    expect(Object.keys(truth.totals).some((code) => /^app_/.test(code) && Number.parseInt(code.slice(4), 36) >= 150)).toBe(true)
+  })
+
+  it('has a ground truth that an independent recount of the bytes reproduces', () => {
+    const recounted = recount(chain)
+    expect(recounted.totals).toEqual(truth.totals)
+    expect(recounted.malformed).toBe(truth.malformed)
+    expect(recounted.rows).toBe(truth.attributionRows)
   })
 })

@@ -2,7 +2,8 @@ import { createPublicClient, http, parseAbiItem, type Hash } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openChain, type Chain } from '../chain/files.js'
 import { measureFloor } from '../chain/floor.js'
-import { ensureChain, type GroundTruth } from '../chain/generate.js'
+import { ensureChain } from '../chain/generate.js'
+import type { GroundTruth } from '../chain/truth.js'
 import { createReplayServer, type ReplayServer } from '../chain/replay-server.js'
 import { testChainParams } from './fixtures.js'
 
@@ -123,13 +124,18 @@ describe('release schedule', () => {
   })
 
   it('grows the head at the configured rate until the end of the chain', async () => {
-    server.release({ head: 1, rate: 200 })
+    const rate = 200
+    const release = server.release({ head: 1, rate })
+    // what the head must be at a moment, by the schedule: each answer lies between its request's and its answer's
+    const scheduled = (at: number) => Math.min(chain.lastBlock, 1 + Math.floor(((at - release.baseAt) * rate) / 1000))
     const seen: number[] = []
     while (seen.at(-1) !== chain.lastBlock) {
-      seen.push(Number.parseInt((await rpc(call('eth_blockNumber'))).result, 16))
-      await new Promise((resolve) => setTimeout(resolve, 5))
+      const before = Date.now()
+      const head = Number.parseInt((await rpc(call('eth_blockNumber'))).result, 16)
+      expect(head).toBeGreaterThanOrEqual(scheduled(before))
+      expect(head).toBeLessThanOrEqual(scheduled(Date.now()))
+      seen.push(head)
     }
-    expect(seen[0]).toBeLessThan(chain.lastBlock)
     expect([...seen].sort((a, b) => a - b)).toEqual(seen)
   })
 })
@@ -184,5 +190,20 @@ describe('node profiles', () => {
     expect(result.requests).toBe(3)
     // three sent at once against a cap of one: the other two were refused at least once
     expect(result.refused).toBeGreaterThanOrEqual(2)
+  })
+})
+
+describe('receipts', () => {
+  it('answers eth_getBlockReceipts with the block\'s stored receipts, by number or by hash', async () => {
+    const [byNumber, byHash] = await rpc([call('eth_getBlockReceipts', ['0x6'], 1), call('eth_getBlockReceipts', [chain.hashes[6]], 2)])
+    expect(byNumber.result).toEqual(JSON.parse(chain.blockReceipts(6).toString()))
+    expect(byHash.result).toEqual(byNumber.result)
+  })
+
+  it('lets the floor fetch every block with its receipts', async () => {
+    server.release({ head: chain.lastBlock })
+    const result = await measureFloor({ url: server.url, from: 1, to: chain.lastBlock, batchSize: 5, concurrency: 2, receipts: true })
+    expect(result.transactions).toBe(truth.transactions)
+    expect(server.stats().calls.eth_getBlockReceipts).toBeGreaterThanOrEqual(chain.lastBlock)
   })
 })
