@@ -1,6 +1,7 @@
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs'
 import type { ChainMeta } from './generate.js'
-import type { GroundTruth } from './truth.js'
+import type { ExpectedIndex } from '../../devnet/ledger.js'
+import { readChainTruth, readExpectedIndex, type ChainTruth } from './truth.js'
 
 /**
  * Read access to a generated chain. Blocks and receipts stay on disk,
@@ -27,7 +28,10 @@ export type Chain = {
   storedReceipt(hash: string): Buffer | undefined
   /** Those receipts, in chain order. */
   storedReceipts(): IterableIterator<Buffer>
-  truth(): GroundTruth
+  /** What an index of the chain must total (per code, counts): small, what benches check. */
+  truth(): ChainTruth
+  /** Every row an index of the chain must hold, and the malformed suffixes: large, read on demand. */
+  expectedIndex(): ExpectedIndex
   close(): void
 }
 
@@ -77,7 +81,7 @@ export function openChain(dir: string): Chain {
   const headerFd = openSync(`${dir}/header.json`, 'r')
   const receiptsFd = openSync(`${dir}/receipts.json`, 'r')
   const positions = loadReceiptPositions(`${dir}/candidates.tsv`)
-  let truth: GroundTruth | undefined
+  let truth: ChainTruth | undefined
   const receiptAt = (position: { offset: number; length: number }) => readAt(receiptsFd, position.offset, position.length)
   return {
     dir,
@@ -96,7 +100,8 @@ export function openChain(dir: string): Chain {
     *storedReceipts() {
       for (const position of positions.values()) yield receiptAt(position)
     },
-    truth: () => (truth ??= JSON.parse(readFileSync(`${dir}/truth.json`, 'utf8')) as GroundTruth),
+    truth: () => (truth ??= readChainTruth(dir)),
+    expectedIndex: () => readExpectedIndex(dir),
     close() {
       for (const fd of [fullFd, headerFd, receiptsFd]) closeSync(fd)
     },

@@ -1,4 +1,4 @@
-import type { Random } from '../lib/random.js'
+import type { Random } from '../../devnet/random.js'
 
 /** Field formatting shared by the generated blocks, transactions and receipts: what a geth-family node prints. */
 export const hexQuantity = (value: number | bigint) => `0x${value.toString(16)}`

@@ -1,6 +1,6 @@
 import type { Address } from 'viem'
 import { abiCall, erc20Call, fourByteCall, initCode } from '../lib/calldata.js'
-import type { Random } from '../lib/random.js'
+import type { Random } from '../../devnet/random.js'
 import { hash32, hexQuantity, quoted, scalar } from './json-fields.js'
 import type { LogSpec } from './user-operations.js'
 

@@ -1,5 +1,5 @@
 import { measureFloor, sweepFloor, type FloorResult, type Sweep } from '../chain/floor.js'
-import type { GroundTruth } from '../chain/truth.js'
+import type { ChainTruth } from '../chain/truth.js'
 import type { ProfileSpec } from '../chain/node-profiles.js'
 import type { ReplayProcess } from '../chain/replay-process.js'
 import type { CpuSeconds } from './cpu.js'
@@ -65,7 +65,7 @@ function printSweep(label: string, sweep: Sweep, sampleBlocks: number): void {
   )
 }
 
-export async function measureCase(replay: ReplayProcess, truth: GroundTruth, spec: CaseSpec) {
+export async function measureCase(replay: ReplayProcess, truth: ChainTruth, spec: CaseSpec) {
   await replay.setProfile(spec.profile)
   await replay.release({ head: truth.lastBlock })
   const sweepStarted = performance.now()
@@ -114,7 +114,7 @@ export async function measureCase(replay: ReplayProcess, truth: GroundTruth, spe
   return summarise(spec, truth, sweep, rounds)
 }
 
-function summarise(spec: CaseSpec, truth: GroundTruth, sweep: Sweep, rounds: Round[]) {
+function summarise(spec: CaseSpec, truth: ChainTruth, sweep: Sweep, rounds: Round[]) {
   const transactions = truth.transactions
   const medianOf = (pick: (round: Round) => number) => median(rounds.map(pick))
   const pipelineTx = medianOf((r) => perSecond(r.pipeline.transactions, r.pipeline.ms))

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { createDatabase, closeDatabase } from '../../src/db/client.js'
 import { migrateDatabase } from '../../src/db/migrate.js'
 import { createRegistry } from '../../src/registry/register.js'
-import type { GroundTruth } from '../chain/truth.js'
+import type { ChainTruth } from '../chain/truth.js'
 import type { ReplayProcess } from '../chain/replay-process.js'
 import type { ReplayStats } from '../chain/replay-server.js'
 import { FeatureMissing } from './bench.js'
@@ -71,7 +71,7 @@ export type ReadyIndexer = {
 }
 
 /** Migrates the database and registers the wallets whose builder codes the chain uses. */
-export async function registerWallets(url: string, truth: GroundTruth): Promise<void> {
+export async function registerWallets(url: string, truth: ChainTruth): Promise<void> {
   await migrateDatabase(url)
   const db = createDatabase({ url, poolSize: 2 })
   try {
@@ -85,7 +85,7 @@ export async function registerWallets(url: string, truth: GroundTruth): Promise<
 export async function startReadyIndexer(options: {
   label: string
   replay: ReplayProcess
-  truth: GroundTruth
+  truth: ChainTruth
   settings: PipelineSettings
   cpuProfileDir?: string
   readyTimeoutMs?: number
@@ -155,7 +155,7 @@ export type PipelineRun = {
 export async function runBackfill(options: {
   label: string
   replay: ReplayProcess
-  truth: GroundTruth
+  truth: ChainTruth
   settings: PipelineSettings
   cpuProfileDir?: string
   timeoutMs: number

@@ -1,15 +1,17 @@
 import { createPublicClient, http, parseAbiItem, type Hash } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { openChain, type Chain } from '../chain/files.js'
-import { measureFloor } from '../chain/floor.js'
-import { ensureChain } from '../chain/generate.js'
-import type { GroundTruth } from '../chain/truth.js'
-import { createReplayServer, type ReplayServer } from '../chain/replay-server.js'
-import { testChainParams } from './fixtures.js'
+import type { ExpectedIndex } from '../../devnet/ledger.js'
+import { openChain, type Chain } from './files.js'
+import { measureFloor } from './floor.js'
+import { ensureChain } from './generate.js'
+import { createReplayServer, type ReplayServer } from './replay-server.js'
+import { testChainParams } from './test-chain.js'
+import type { ChainTruth } from './truth.js'
 
 let chain: Chain
 let server: ReplayServer
-let truth: GroundTruth
+let truth: ChainTruth
+let expected: ExpectedIndex
 
 async function rpc(body: unknown): Promise<any> {
   const response = await fetch(server.url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } })
@@ -22,6 +24,7 @@ const call = (method: string, params: unknown[] = [], id: unknown = 1) => ({ jso
 beforeAll(async () => {
   chain = openChain(ensureChain(testChainParams))
   truth = chain.truth()
+  expected = chain.expectedIndex()
   server = await createReplayServer(chain).listen()
 })
 
@@ -69,8 +72,8 @@ describe('through viem, as the indexer reads it', () => {
   const client = () => createPublicClient({ transport: http(server.url, { batch: true }) })
 
   it('formats full blocks and stored receipts', async () => {
-    const unit = truth.units.find((candidate) => candidate.kind === 'transaction')!
-    const block = await client().getBlock({ blockNumber: BigInt(unit.block), includeTransactions: true })
+    const unit = expected.attributions.find((row) => row.kind === 'transaction')!
+    const block = await client().getBlock({ blockNumber: BigInt(unit.blockNumber), includeTransactions: true })
     const tx = block.transactions.find((candidate) => candidate.hash === unit.txHash)!
     expect(tx.input.endsWith('80218021802180218021802180218021')).toBe(true)
     const receipt = await client().getTransactionReceipt({ hash: unit.txHash as Hash })
@@ -91,7 +94,7 @@ describe('through viem, as the indexer reads it', () => {
   })
 
   it('finds a UserOperation by its hash through eth_getLogs', async () => {
-    const unit = truth.units.find((candidate) => candidate.kind === 'userOperation')!
+    const unit = expected.attributions.find((row) => row.kind === 'userOperation')!
     const logs = await client().getLogs({
       event: parseAbiItem(
         'event UserOperationEvent(bytes32 indexed userOpHash, address indexed sender, address indexed paymaster, uint256 nonce, bool success, uint256 actualGasCost, uint256 actualGasUsed)',
@@ -119,7 +122,7 @@ describe('release schedule', () => {
     expect(head.result).toBe('0x4')
     expect(released.result.number).toBe('0x4')
     expect(hidden.result).toBeNull()
-    const hiddenReceipt = await rpc(call('eth_getTransactionReceipt', [truth.units.find((u) => u.block > 4)!.txHash]))
+    const hiddenReceipt = await rpc(call('eth_getTransactionReceipt', [expected.attributions.find((row) => row.blockNumber > 4)!.txHash]))
     expect(hiddenReceipt.result).toBeNull()
   })
 
