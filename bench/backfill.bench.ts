@@ -26,9 +26,12 @@ import { profileSpec, type ProfileName } from './chain/node-profiles.js'
  *   transactions need their outcome. Its memory is held against the
  *   everyday chain's.
  *
- * `BENCH_BACKFILL_CASES=everyday/serial,base-sized/fast` runs only the cases
- * named; `BENCH_INDEXER_ENV='RPC_MAX_CONCURRENCY=4 …'` sets indexer settings
- * for an experiment (the results then say the indexer was not on defaults).
+ * For experiments (tuning against one profile, say), environment knobs:
+ * `BENCH_BACKFILL_CASES=everyday/serial,dense/fast` runs only the cases
+ * named; `BENCH_BACKFILL_BLOCKS=1000` sizes every chain to that many blocks
+ * (sample: a fifth of them) and `BENCH_BACKFILL_ROUNDS=1` sets the rounds;
+ * `BENCH_INDEXER_ENV='RPC_MAX_CONCURRENCY=4 …'` sets indexer settings. The
+ * results record every knob used; only a run without them is publishable.
  */
 type ChainName = 'everyday' | 'base-sized' | 'dense'
 type CaseName = `${ChainName}/${ProfileName}`
@@ -51,11 +54,23 @@ const CHAINS: Record<ChainName, { params: Omit<ChainParams, 'blocks' | 'txPerBlo
 }
 
 function chainSizes(quick: boolean): Record<ChainName, ChainSize> {
-  return {
+  const sizes: Record<ChainName, ChainSize> = {
     everyday: { blocks: quick ? 60 : 5_000, txPerBlock: 200, sampleBlocks: quick ? 30 : 1_000 },
     'base-sized': { blocks: quick ? 12 : 600, txPerBlock: 600, sampleBlocks: quick ? 8 : 200 },
     dense: { blocks: quick ? 40 : 5_000, txPerBlock: 200, sampleBlocks: quick ? 20 : 1_000 },
   }
+  const blocks = positiveKnob('BENCH_BACKFILL_BLOCKS')
+  if (blocks === undefined) return sizes
+  const sized = (size: ChainSize) => ({ ...size, blocks, sampleBlocks: Math.max(1, Math.round(blocks / 5)) })
+  return { everyday: sized(sizes.everyday), 'base-sized': sized(sizes['base-sized']), dense: sized(sizes.dense) }
+}
+
+function positiveKnob(name: string): number | undefined {
+  const value = process.env[name]
+  if (value === undefined || value === '') return undefined
+  const number = Number(value)
+  if (!Number.isInteger(number) || number < 1) throw new Error(`${name}: must be a positive integer, got ${value}`)
+  return number
 }
 
 function selectedCases(): typeof CASES {
@@ -75,7 +90,7 @@ function indexerOverrides(): Record<string, string> {
 
 export const backfill: Bench = async ({ quick, cpuProfileDir }) => {
   requireIndexer()
-  const reps = quick ? 1 : 3
+  const reps = positiveKnob('BENCH_BACKFILL_ROUNDS') ?? (quick ? 1 : 3)
   const overrides = indexerOverrides()
   const settings: PipelineSettings = { pollIntervalMs: 100, env: overrides }
   const sizes = chainSizes(quick)
@@ -87,6 +102,9 @@ export const backfill: Bench = async ({ quick, cpuProfileDir }) => {
     sweep: { batchSizes: [5, 10, 20, 50], concurrencies: [2, 4, 8, 16], finalists: 3 },
     profiles: Object.fromEntries(cases.map((c) => [c.profile, profileSpec(c.profile)])),
     settings: Object.keys(overrides).length === 0 ? 'indexer defaults (POLL_INTERVAL_MS=100)' : `NOT DEFAULTS: ${process.env.BENCH_INDEXER_ENV}`,
+    knobs: Object.fromEntries(
+      ['BENCH_BACKFILL_CASES', 'BENCH_BACKFILL_BLOCKS', 'BENCH_BACKFILL_ROUNDS', 'BENCH_INDEXER_ENV'].flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])),
+    ),
   }
   const results: Partial<Record<CaseName, CaseResult>> = {}
   for (const chainName of [...new Set(cases.map((c) => c.chain))]) {
