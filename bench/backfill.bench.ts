@@ -55,9 +55,10 @@ const CHAINS: Record<ChainName, { params: Omit<ChainParams, 'blocks' | 'txPerBlo
 
 function chainSizes(quick: boolean): Record<ChainName, ChainSize> {
   const sizes: Record<ChainName, ChainSize> = {
-    everyday: { blocks: quick ? 60 : 5_000, txPerBlock: 200, sampleBlocks: quick ? 30 : 1_000 },
-    'base-sized': { blocks: quick ? 12 : 600, txPerBlock: 600, sampleBlocks: quick ? 8 : 200 },
-    dense: { blocks: quick ? 40 : 5_000, txPerBlock: 200, sampleBlocks: quick ? 20 : 1_000 },
+    // quick: a sweep point is a few batches, enough to prove the sweep runs, not to rank anything
+    everyday: { blocks: quick ? 60 : 5_000, txPerBlock: 200, sampleBlocks: quick ? 10 : 1_000 },
+    'base-sized': { blocks: quick ? 12 : 600, txPerBlock: 600, sampleBlocks: quick ? 4 : 200 },
+    dense: { blocks: quick ? 40 : 5_000, txPerBlock: 200, sampleBlocks: quick ? 10 : 1_000 },
   }
   const blocks = positiveKnob('BENCH_BACKFILL_BLOCKS')
   if (blocks === undefined) return sizes
