@@ -150,7 +150,7 @@ export const backfill: Bench = async ({ quick, cpuProfileDir }) => {
     // the dense chain's goal is its own (issue 23): its floor reads every receipt, the indexer a commit per attribution
     const goal = r.floorPoint.receipts ? 0.7 : 0.9
     return {
-      name: `${r.label} vs its floor on defaults`,
+      name: `${r.label} vs its floor ${Object.keys(overrides).length === 0 ? 'on defaults' : '(NOT DEFAULTS)'}`,
       goal: `≥ ${goal}× the best plain client on the same node${r.floorPoint.receipts ? ' (blocks + block receipts)' : ''}`,
       actual: `${ratio(r.ratio)} (settled at batch ${r.settled.blockBatchSize}, ${r.settled.concurrencyLimit} in flight)`,
       met: r.ratio >= goal,
