@@ -7,7 +7,7 @@ import type { ReplayProcess } from '../chain/replay-process.js'
 import type { ReplayStats } from '../chain/replay-server.js'
 import { FeatureMissing } from './bench.js'
 import { createCpuMeter, type CpuSeconds } from './cpu.js'
-import { readTransportState, settledPoint, type TransportState } from './daemon-metrics.js'
+import { BLOCK_CALL, readTransportState, settledPoint, type TransportState } from './daemon-metrics.js'
 import { flushDirtyPages } from './process.js'
 import {
   createBenchDatabase,
@@ -219,6 +219,13 @@ export async function runBackfill(options: {
     const stats = await options.replay.stats()
     await Promise.all([...pendingHeaps, ...pendingSamples])
     const end = await readTransportState(ready.indexer.url, 5_000)
+    // where the transport settled is part of every report: a renamed gauge must fail the bench, not print '?'
+    if (end?.batchSizes[BLOCK_CALL] === undefined || end.concurrencyLimit === undefined) {
+      throw new FeatureMissing(
+        `the indexer's /metrics shows no indexer_rpc_batch_size{call="${BLOCK_CALL}"} or indexer_rpc_concurrency_limit: ` +
+          'the bench cannot say where the transport settled (bench/lib/daemon-metrics.ts reads them)',
+      )
+    }
     const profileWindow = `${releasedAtUs}:${process.hrtime.bigint() / 1000n}`
     const startedAt = stats.firstBlockRequestAt ?? releasedAt
     const memory = ready.indexer.memory()
@@ -241,7 +248,7 @@ export async function runBackfill(options: {
         refused: stats.refused,
         maxInFlight: stats.maxInFlight,
       },
-      transport: { ...settledPoint(end ? [...transportSamples, end] : transportSamples), end },
+      transport: { ...settledPoint([...transportSamples, end]), end },
       cpu: cpuSeconds,
       nodeCost: { processCpuSeconds: stats.processCpuMs / 1000, modelledBusySeconds: stats.modelledBusyMs / 1000 },
     }
