@@ -162,7 +162,7 @@ describe('generated chain', () => {
 
 describe('dense chain', () => {
   const dir = mkdtempSync(`${tmpdir()}/chain-dense-`)
-  generateChain({ ...denseChainParams, blocks: 6, txPerBlock: 100 }, dir)
+  generateChain({ ...denseChainParams, blocks: 4, txPerBlock: 80 }, dir)
   const chain = openChain(dir)
   const truth = chain.truth()
   const expected = chain.expectedIndex()
