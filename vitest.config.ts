@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config'
 
 export default defineConfig({
   test: {
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+    include: ['src/**/*.test.ts', 'test/**/*.test.ts', 'bench/**/*.test.ts'],
     exclude: ['test/faults/**', 'node_modules/**'],
     globalSetup: ['test/support/global-setup.ts'],
     pool: 'forks',

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import autocannon, { type Request } from 'autocannon'
-import type { GroundTruth } from './chain/generate.js'
+import type { ExpectedAttribution } from '../devnet/ledger.js'
 import type { Bench } from './lib/bench.js'
 import { serveChain } from './lib/chain-setup.js'
 import {
@@ -14,7 +14,7 @@ import {
   type IndexerProcess,
 } from './lib/indexer.js'
 import { registerWallets } from './lib/pipeline-run.js'
-import { createRandom } from './lib/random.js'
+import { createRandom } from '../devnet/random.js'
 import { fmt, printTable, ratio, type Target } from './lib/report.js'
 import { median } from './lib/stats.js'
 
@@ -100,12 +100,11 @@ function newRegistrationScenario(): Scenario {
   }
 }
 
-function validationScenario(routes: Set<string>, truth: GroundTruth, indexed: boolean): Scenario {
-  const unit = truth.units.find((candidate) => candidate.kind === 'transaction' && candidate.status === 'success')!
+function validationScenario(routes: Set<string>, attributed: ExpectedAttribution, indexed: boolean): Scenario {
   const scenario: Scenario = {
     name: 'validation of an indexed hash (GET /v1/attribution/validate)',
     connections: 10,
-    request: { method: 'GET', path: `/v1/attribution/validate?type=transaction&hash=${unit.txHash}&chainId=${truth.chainId}` },
+    request: { method: 'GET', path: `/v1/attribution/validate?type=transaction&hash=${attributed.txHash}&chainId=${attributed.chainId}` },
   }
   if (!routes.has('/v1/attribution/validate')) scenario.skipped = 'the validate route is not in /openapi.json yet'
   else if (!indexed) scenario.skipped = 'no indexer to index the hash first'
@@ -140,16 +139,23 @@ function notificationScenarios(routes: Set<string>, setup: NotificationSetup | u
     connections: 2,
     request: { method: 'POST', path: '/v1/notifications/send', headers: json },
   }
-  if (!setup) return [status, send].map((scenario) => ({ ...scenario, skipped: missing ?? 'notifications are not set up' }))
+  const duplicate: Scenario = {
+    name: 'repeat a send to 1,000 addresses: every one a 24 h duplicate (POST /v1/notifications/send)',
+    connections: 2,
+    request: { method: 'POST', path: '/v1/notifications/send', headers: json },
+  }
+  if (!setup) return [status, send, duplicate].map((scenario) => ({ ...scenario, skipped: missing ?? 'notifications are not set up' }))
   const headers = { ...json, 'x-api-key': setup.apiKey }
   status.request = { ...status.request, headers, body: JSON.stringify({ app_url: setup.appUrl, wallet_address: setup.wallets[7] }) }
   // a new notification every request: an identical one within 24 h would be de-duplicated, a cheaper path than a real send
   const prefix = `{"app_url":${JSON.stringify(setup.appUrl)},"wallet_addresses":${JSON.stringify(setup.wallets)},"message":"Your weekly summary is ready","target_path":"/bench","title":"bench `
   let counter = 0
   send.request = { ...send.request, headers, setupRequest: (request) => ({ ...request, body: `${prefix}${counter++}"}` }) }
-  if (!routes.has('/v1/notifications/send')) send.skipped = 'the send route is not in /openapi.json yet'
+  // the same notification every request: after the first, each wallet is recognised as sent within 24 h and nothing is recorded
+  duplicate.request = { ...duplicate.request, headers, body: `${prefix}duplicate"}` }
+  if (!routes.has('/v1/notifications/send')) send.skipped = duplicate.skipped = 'the send route is not in /openapi.json yet'
   if (!routes.has('/v1/notifications/app/user/status')) status.skipped = 'the status route is not in /openapi.json yet'
-  return [status, send]
+  return [status, send, duplicate]
 }
 
 async function waitForHealth(service: IndexerProcess, timeoutMs: number) {
@@ -217,7 +223,11 @@ export const http: Bench = async ({ quick, cpuProfileDir }) => {
     const scenarios = [
       newRegistrationScenario(),
       repeatedRegistrationScenario(),
-      validationScenario(routes, truth, indexerAvailable),
+      validationScenario(
+        routes,
+        served.chain.expectedIndex().attributions.find((row) => row.kind === 'transaction' && row.status === 'success')!,
+        indexerAvailable,
+      ),
       ...notificationScenarios(routes, setup, missing && `${missing} is not in /openapi.json yet`),
     ]
     // each scenario's request must succeed before it is measured, or req/s would count errors

@@ -1,11 +1,9 @@
 import { createRequire } from 'node:module'
 import { concat, encodeAbiParameters, getContractAddress, isHex, parseAbi, type Address, type Hex } from 'viem'
-import { entryPoint06Address, entryPoint07Address, entryPoint08Address } from 'viem/account-abstraction'
 import type { DevnetClient } from './client.js'
+import { entryPointAddresses, entryPointVersions, type EntryPointVersion } from './entry-points.js'
 import { sendDevnetTransaction, type Sender } from './send.js'
 
-export type EntryPointVersion = '0.6' | '0.7' | '0.8'
-export const entryPointVersions: readonly EntryPointVersion[] = ['0.6', '0.7', '0.8']
 
 /**
  * Nick's deterministic deployment proxy, present on anvil from genesis. The
@@ -20,16 +18,16 @@ const ZERO_SALT: Hex = `0x${'00'.repeat(32)}`
 
 /** Salts the canonical deployments used with the deterministic deployer. */
 const entryPointReleases: Record<EntryPointVersion, { packageName: string; salt: Hex; address: Address }> = {
-  '0.6': { packageName: '@account-abstraction/contracts-v06', salt: ZERO_SALT, address: entryPoint06Address },
+  '0.6': { packageName: '@account-abstraction/contracts-v06', salt: ZERO_SALT, address: entryPointAddresses['0.6'] },
   '0.7': {
     packageName: '@account-abstraction/contracts-v07',
     salt: '0x90d8084deab30c2a37c45e8d47f49f2f7965183cb6990a98943ef94940681de3',
-    address: entryPoint07Address,
+    address: entryPointAddresses['0.7'],
   },
   '0.8': {
     packageName: '@account-abstraction/contracts',
     salt: '0x0a59dbff790c23c976a548690c27297883cc66b4c67024f9117b0238995e35e9',
-    address: entryPoint08Address,
+    address: entryPointAddresses['0.8'],
   },
 }
 

@@ -1,9 +1,12 @@
 import type { Hex } from 'viem'
 
 /**
- * The ground truth of generated traffic: what was mined, read back from
- * receipts and UserOperationEvents. Tests and the fault suite compare the
- * indexer's totals against it.
+ * Ground truth: what an index must hold for some traffic, worked out from
+ * what was sent (never by decoding it with the indexer's code). One
+ * vocabulary for the devnet's traffic (mined on anvil, read back from
+ * receipts and UserOperationEvents; tests, the fault suite and the devnet's
+ * audit compare the index with it) and the bench's generated chains (the
+ * benches fail when an index differs from it).
  */
 export type ExpectedAttribution = {
   chainId: number
@@ -23,10 +26,17 @@ export type ExpectedAttribution = {
   suffixGas: number
 }
 
-export type GroundTruth = {
+/** Marker present, suffix unreadable: on the transaction (`userOpIndex` -1) or in an operation's callData. */
+export type MalformedSuffix = { txHash: Hex; userOpIndex: number }
+
+/** What an index must hold: its attribution rows and malformed suffixes. The bench's chains carry this much. */
+export type ExpectedIndex = {
   attributions: ExpectedAttribution[]
-  /** Marker present, suffix unreadable: on the transaction (`userOpIndex` -1) or in an operation's callData. */
-  malformed: Array<{ txHash: Hex; userOpIndex: number }>
+  malformed: MalformedSuffix[]
+}
+
+/** The devnet traffic's ground truth: what the index must hold, and which of the sent transactions attribute nothing. */
+export type GroundTruth = ExpectedIndex & {
   /**
    * Generated transactions that attribute nothing: no suffix on the
    * transaction, and for a bundle no suffix on any of its operations.
@@ -35,6 +45,11 @@ export type GroundTruth = {
   unattributedTxHashes: Hex[]
 }
 
+/**
+ * What the analytics API should report per code: `transactions` and
+ * `userOperations` count successful ones, `reverted` counts failed ones of
+ * both kinds, `suffixGas` sums over every row of the code.
+ */
 export type CodeTotals = { transactions: number; userOperations: number; reverted: number; suffixGas: number }
 
 export function emptyTruth(): GroundTruth {
@@ -55,20 +70,18 @@ export function copyTruth(truth: GroundTruth): GroundTruth {
   }
 }
 
-/**
- * What the analytics API should report per code: `transactions` and
- * `userOperations` count successful ones, `reverted` counts failed ones of
- * both kinds, `suffixGas` sums over every row of the code.
- */
-export function totalsByCode(truth: GroundTruth): Record<string, CodeTotals> {
+/** Counts one row into its code's totals (a generator adds rows as it makes them, without keeping them). */
+export function addToTotals(totals: Record<string, CodeTotals>, row: Pick<ExpectedAttribution, 'code' | 'kind' | 'status' | 'suffixGas'>): void {
+  const entry = (totals[row.code] ??= { transactions: 0, userOperations: 0, reverted: 0, suffixGas: 0 })
+  if (row.status === 'reverted') entry.reverted += 1
+  else if (row.kind === 'transaction') entry.transactions += 1
+  else entry.userOperations += 1
+  entry.suffixGas += row.suffixGas
+}
+
+export function totalsByCode(truth: Pick<ExpectedIndex, 'attributions'>): Record<string, CodeTotals> {
   const totals: Record<string, CodeTotals> = {}
-  for (const row of truth.attributions) {
-    const entry = (totals[row.code] ??= { transactions: 0, userOperations: 0, reverted: 0, suffixGas: 0 })
-    if (row.status === 'reverted') entry.reverted += 1
-    else if (row.kind === 'transaction') entry.transactions += 1
-    else entry.userOperations += 1
-    entry.suffixGas += row.suffixGas
-  }
+  for (const row of truth.attributions) addToTotals(totals, row)
   return totals
 }
 

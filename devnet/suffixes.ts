@@ -22,27 +22,6 @@ export const VALID_CODES = ['baseapp', 'morpho', 'uniswap', 'aave_v3', 'zora', '
 /** Codes outside the registry rule: the indexer records them, flagged invalid. */
 export const INVALID_CODES = ['Bad-Code', 'UPPERCASE', 'has space', 'x'.repeat(33)] as const
 
-/** A deterministic pseudo-random source (mulberry32), so a seed reproduces the same traffic. */
-export type Random = { next(): number; pick<T>(items: readonly T[]): T }
-
-export function createRandom(seed: number): Random {
-  let state = seed >>> 0
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-  return {
-    next,
-    pick: (items) => {
-      if (items.length === 0) throw new Error('nothing to pick from')
-      return items[Math.floor(next() * items.length)]!
-    },
-  }
-}
-
 /** EIP-2028 calldata gas of the bytes: 16 per non-zero byte, 4 per zero byte. */
 export function suffixGasOf(hex: Hex): number {
   return hexToBytes(hex).reduce((gas, byte) => gas + (byte === 0 ? 4 : 16), 0)

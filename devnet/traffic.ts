@@ -2,11 +2,12 @@ import { concat, encodeAbiParameters, getAddress, keccak256, stringToHex, type A
 import type { Logger } from '../src/logger.js'
 import { deriveBuilderCode } from '../src/registry/derive.js'
 import type { DevnetClient } from './client.js'
-import type { DevnetContracts, EntryPointVersion } from './contracts.js'
+import type { DevnetContracts } from './contracts.js'
+import type { EntryPointVersion } from './entry-points.js'
 import { appendTruth, copyTruth, createTruthSummary, emptyTruth, type ExpectedAttribution, type GroundTruth } from './ledger.js'
 import { sendDevnetTransaction, transferGas, type DevnetWallets, type Sender } from './send.js'
+import { createRandom } from './random.js'
 import {
-  createRandom,
   INVALID_CODES,
   malformed,
   NEAR_MISS_MARKER,

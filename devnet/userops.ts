@@ -21,7 +21,8 @@ import {
 } from 'viem/account-abstraction'
 import { privateKeyToAccount } from 'viem/accounts'
 import type { DevnetClient } from './client.js'
-import { entryPointVersions, simpleAccountAbi, simpleAccountFactoryAbi, type DevnetContracts, type EntryPointVersion } from './contracts.js'
+import { simpleAccountAbi, simpleAccountFactoryAbi, type DevnetContracts } from './contracts.js'
+import { entryPointVersions, type EntryPointVersion } from './entry-points.js'
 import { DEVNET_FEES, sendDevnetTransaction, transferGas, type Sender } from './send.js'
 
 export const entryPointAbis = { '0.6': entryPoint06Abi, '0.7': entryPoint07Abi, '0.8': entryPoint08Abi } as const

@@ -1,12 +1,14 @@
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs'
-import type { ChainMeta, GroundTruth } from './generate.js'
+import type { ChainMeta } from './generate.js'
+import type { ExpectedIndex } from '../../devnet/ledger.js'
+import { readChainTruth, readExpectedIndex, type ChainTruth } from './truth.js'
 
 /**
- * Read access to a generated chain. Blocks stay on disk, pre-serialized, and
- * are read by offset on demand: a million-transaction chain is gigabytes of
- * JSON, which the page cache keeps hot without the replay server holding it
- * on its heap. Receipts (only those of transactions the indexer fetches) are
- * small enough to keep in memory.
+ * Read access to a generated chain. Blocks and receipts stay on disk,
+ * pre-serialized, and are read by offset on demand: a million-transaction
+ * chain is gigabytes of JSON, which the page cache keeps hot without the
+ * replay server holding it on its heap. Only the positions of the receipts
+ * an indexer asks for by hash are kept in memory.
  */
 export type Chain = {
   dir: string
@@ -20,10 +22,16 @@ export type Chain = {
   fullBlock(number: number): Buffer
   /** The block as `eth_getBlockByNumber(n, false)` returns it (transaction hashes only). */
   headerBlock(number: number): Buffer
-  /** Stored receipt JSON of a transaction the indexer has reason to fetch. */
+  /** Every receipt of the block, as `eth_getBlockReceipts(n)` returns them. */
+  blockReceipts(number: number): Buffer
+  /** The receipt of a transaction an indexer has reason to ask for by hash (a suffix, or a call to an EntryPoint). */
   storedReceipt(hash: string): Buffer | undefined
+  /** Those receipts, in chain order. */
   storedReceipts(): IterableIterator<Buffer>
-  truth(): GroundTruth
+  /** What an index of the chain must total (per code, counts): small, what benches check. */
+  truth(): ChainTruth
+  /** Every row an index of the chain must hold, and the malformed suffixes: large, read on demand. */
+  expectedIndex(): ExpectedIndex
   close(): void
 }
 
@@ -32,26 +40,34 @@ function readIndex(path: string): Float64Array {
   return new Float64Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 8)
 }
 
-function readRange(fd: number, index: Float64Array, number: number): Buffer {
-  const start = index[number]!
-  const length = index[number + 1]! - start
+function readAt(fd: number, start: number, length: number): Buffer {
   const buffer = Buffer.allocUnsafe(length)
   let read = 0
   while (read < length) read += readSync(fd, buffer, read, length - read, start + read)
   return buffer
 }
 
-function loadReceipts(path: string): Map<string, Buffer> {
-  const receipts = new Map<string, Buffer>()
-  const text = readFileSync(path)
+function readRange(fd: number, index: Float64Array, number: number): Buffer {
+  const start = index[number]!
+  return readAt(fd, start, index[number + 1]! - start)
+}
+
+/** `hash \t offset \t length` lines: where each candidate's receipt sits in receipts.json. */
+function loadReceiptPositions(path: string): Map<string, { offset: number; length: number }> {
+  const positions = new Map<string, { offset: number; length: number }>()
+  const text = readFileSync(path, 'latin1')
   let lineStart = 0
   while (lineStart < text.length) {
-    const tab = text.indexOf(9, lineStart)
-    const newline = text.indexOf(10, tab)
-    receipts.set(text.toString('latin1', lineStart, tab), text.subarray(tab + 1, newline))
+    const firstTab = text.indexOf('\t', lineStart)
+    const secondTab = text.indexOf('\t', firstTab + 1)
+    const newline = text.indexOf('\n', secondTab)
+    positions.set(text.slice(lineStart, firstTab), {
+      offset: Number(text.slice(firstTab + 1, secondTab)),
+      length: Number(text.slice(secondTab + 1, newline)),
+    })
     lineStart = newline + 1
   }
-  return receipts
+  return positions
 }
 
 export function openChain(dir: string): Chain {
@@ -60,10 +76,13 @@ export function openChain(dir: string): Chain {
   const numbers = new Map(hashes.map((hash, number) => [hash, number]))
   const fullIndex = readIndex(`${dir}/full.idx`)
   const headerIndex = readIndex(`${dir}/header.idx`)
+  const receiptIndex = readIndex(`${dir}/receipts.idx`)
   const fullFd = openSync(`${dir}/full.json`, 'r')
   const headerFd = openSync(`${dir}/header.json`, 'r')
-  const receipts = loadReceipts(`${dir}/receipts.tsv`)
-  let truth: GroundTruth | undefined
+  const receiptsFd = openSync(`${dir}/receipts.json`, 'r')
+  const positions = loadReceiptPositions(`${dir}/candidates.tsv`)
+  let truth: ChainTruth | undefined
+  const receiptAt = (position: { offset: number; length: number }) => readAt(receiptsFd, position.offset, position.length)
   return {
     dir,
     meta,
@@ -73,12 +92,18 @@ export function openChain(dir: string): Chain {
     numberOf: (hash) => numbers.get(hash.toLowerCase()),
     fullBlock: (number) => readRange(fullFd, fullIndex, number),
     headerBlock: (number) => readRange(headerFd, headerIndex, number),
-    storedReceipt: (hash) => receipts.get(hash.toLowerCase()),
-    storedReceipts: () => receipts.values(),
-    truth: () => (truth ??= JSON.parse(readFileSync(`${dir}/truth.json`, 'utf8')) as GroundTruth),
+    blockReceipts: (number) => readRange(receiptsFd, receiptIndex, number),
+    storedReceipt(hash) {
+      const position = positions.get(hash.toLowerCase())
+      return position && receiptAt(position)
+    },
+    *storedReceipts() {
+      for (const position of positions.values()) yield receiptAt(position)
+    },
+    truth: () => (truth ??= readChainTruth(dir)),
+    expectedIndex: () => readExpectedIndex(dir),
     close() {
-      closeSync(fullFd)
-      closeSync(headerFd)
+      for (const fd of [fullFd, headerFd, receiptsFd]) closeSync(fd)
     },
   }
 }

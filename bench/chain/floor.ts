@@ -1,16 +1,21 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { candidateFilter } from '../../src/attribution/records.js'
+import { createRpc } from '../../src/rpc/client.js'
 import { postJson } from '../../src/rpc/http-post.js'
 import { flushDirtyPages } from '../lib/process.js'
-import { createRpc } from '../../src/rpc/client.js'
-import { candidateFilter } from '../../src/attribution/records.js'
 
 /**
- * The floor of a backfill: exactly the block downloads an indexer cannot
- * avoid — batched `eth_getBlockByNumber(n, true)` over every block, each
- * answer parsed with `JSON.parse` — and nothing else, sent through the same
- * raw HTTP client the indexer's transport uses (undici's request API, whole
- * body read as one string): the fastest plain client, not a handicapped one.
- * `sweepFloor` tries it at several batch sizes and concurrencies and keeps
- * the fastest, so the floor is this client at its best operating point.
+ * The floor of a backfill: exactly the downloads an indexer cannot avoid —
+ * batched `eth_getBlockByNumber(n, true)` over every block (and, on a dense
+ * chain, `eth_getBlockReceipts(n)` beside each: most transactions there need
+ * their outcome), each answer parsed with `JSON.parse` — and nothing else,
+ * sent through the same raw HTTP client the indexer's transport uses
+ * (undici's request API, whole body read as one string): the fastest plain
+ * client, not a handicapped one. It behaves as a plain client should on a
+ * node that pushes back: a 429 is asked again once its Retry-After has
+ * passed. `sweepFloor` tries it at every batch size × concurrency and keeps
+ * the fastest, so the floor is this client at its best operating point on
+ * the node it runs against.
  *
  * `client: 'indexer-rpc'` asks for the same blocks through the indexer's own
  * RPC client on its defaults (adaptive transport + scanner): a diagnostic of
@@ -20,50 +25,96 @@ export type FloorOptions = {
   url: string
   from: number
   to: number
+  /** Blocks per request (with `receipts`, each block is two calls). */
   batchSize: number
   concurrency: number
   client?: 'raw' | 'indexer-rpc'
+  /** Ask for every block's receipts too (`eth_getBlockReceipts`), in the same batch as the block. */
+  receipts?: boolean
+  /** Write the machine's dirty pages out first (default), so no other run's writeback lands in this one. */
+  flush?: boolean
 }
 
-export type FloorResult = { ms: number; blocks: number; transactions: number; requests: number; batchSize: number; concurrency: number }
+export type FloorResult = {
+  ms: number
+  blocks: number
+  transactions: number
+  requests: number
+  /** Requests the node refused with 429 (each asked again after its Retry-After). */
+  refused: number
+  batchSize: number
+  concurrency: number
+}
 
 type Block = { number: string; transactions: unknown[] }
-type RpcResponse = { id: number; result?: Block | null; error?: { message: string } }
+type RpcResponse = { id: number; result?: Block | unknown[] | null; error?: { message: string } }
 
-async function rawBatch(url: string, numbers: number[]): Promise<number> {
-  const body = JSON.stringify(
-    numbers.map((number, id) => ({ jsonrpc: '2.0', id, method: 'eth_getBlockByNumber', params: [`0x${number.toString(16)}`, true] })),
-  )
-  const answer = await postJson(url, body, 120_000)
-  let parsed: RpcResponse[]
-  try {
-    if (answer.status !== 200) throw new Error(`floor: HTTP ${answer.status}`)
-    parsed = JSON.parse(answer.text) as RpcResponse[]
-  } finally {
-    answer.release()
+const hex = (number: number) => `0x${number.toString(16)}`
+const RETRY_AFTER_DEFAULT_MS = 1_000
+const MOST_REFUSALS_IN_A_ROW = 100
+
+/** One batch for `numbers`, asked again after each 429; resolves to the transactions counted and the refusals met. */
+async function rawBatch(url: string, numbers: number[], receipts: boolean): Promise<{ transactions: number; refused: number }> {
+  const calls = numbers.flatMap((number) => {
+    const block = { jsonrpc: '2.0', method: 'eth_getBlockByNumber', params: [hex(number), true] }
+    return receipts ? [block, { jsonrpc: '2.0', method: 'eth_getBlockReceipts', params: [hex(number)] }] : [block]
+  })
+  const body = JSON.stringify(calls.map((call, id) => ({ ...call, id })))
+  for (let refused = 0; refused <= MOST_REFUSALS_IN_A_ROW; refused++) {
+    const answer = await postJson(url, body, 120_000)
+    let parsed: RpcResponse[]
+    try {
+      if (answer.status === 429) {
+        await sleep(answer.retryAfterMs ?? RETRY_AFTER_DEFAULT_MS)
+        continue
+      }
+      if (answer.status !== 200) throw new Error(`floor: HTTP ${answer.status}`)
+      parsed = JSON.parse(answer.text) as RpcResponse[]
+    } finally {
+      answer.release()
+    }
+    return { transactions: countTransactions(parsed, numbers, receipts), refused }
   }
+  throw new Error(`floor: the node refused blocks ${numbers[0]}..${numbers.at(-1)} ${MOST_REFUSALS_IN_A_ROW} times in a row`)
+}
+
+function countTransactions(parsed: RpcResponse[], numbers: number[], receipts: boolean): number {
+  const perBlock = receipts ? 2 : 1
+  const byId = new Map(parsed.map((item) => [item.id, item]))
   let transactions = 0
-  for (const [i, item] of parsed.entries()) {
-    if (!item.result) throw new Error(`floor: block ${numbers[i]} missing (${item.error?.message ?? 'null'})`)
-    transactions += item.result.transactions.length
-  }
+  numbers.forEach((number, i) => {
+    const item = byId.get(i * perBlock)
+    const block = item?.result as Block | null | undefined
+    if (!block) throw new Error(`floor: block ${number} missing (${item?.error?.message ?? 'null'})`)
+    transactions += block.transactions.length
+    if (!receipts) return
+    // a block's receipts: one per transaction, or the node is not serving what was asked
+    const blockReceipts = byId.get(i * perBlock + 1)?.result
+    if (!Array.isArray(blockReceipts) || blockReceipts.length !== block.transactions.length) {
+      throw new Error(`floor: block ${number}'s receipts do not match its transactions`)
+    }
+  })
   return transactions
 }
 
 function indexerRpcBatcher(url: string) {
   const rpc = createRpc({ url, timeoutMs: 60_000, batchSize: 50, maxAttempts: 1 })
-  return async (numbers: number[]): Promise<number> =>
-    (await rpc.blocks(numbers[0]!, numbers.at(-1)!, candidateFilter(new Set()))).reduce((sum, block) => sum + block.txCount, 0)
+  return async (numbers: number[]) => ({
+    transactions: (await rpc.blocks(numbers[0]!, numbers.at(-1)!, candidateFilter(new Set()))).reduce((sum, block) => sum + block.txCount, 0),
+    refused: 0,
+  })
 }
 
 export async function measureFloor(options: FloorOptions): Promise<FloorResult> {
   // the indexer's client sizes its own batches: hand it whole slices of blocks and let it split them
-  const fetchBlocks = options.client === 'indexer-rpc' ? indexerRpcBatcher(options.url) : (numbers: number[]) => rawBatch(options.url, numbers)
+  const fetchBlocks =
+    options.client === 'indexer-rpc' ? indexerRpcBatcher(options.url) : (numbers: number[]) => rawBatch(options.url, numbers, options.receipts === true)
   const step = options.client === 'indexer-rpc' ? Math.max(options.batchSize, 50) : options.batchSize
   let next = options.from
   let blocks = 0
   let transactions = 0
   let requests = 0
+  let refused = 0
   async function worker() {
     while (next <= options.to) {
       const start = next
@@ -71,36 +122,69 @@ export async function measureFloor(options: FloorOptions): Promise<FloorResult> 
       next = end + 1
       const numbers = Array.from({ length: end - start + 1 }, (_, i) => start + i)
       const counted = await fetchBlocks(numbers)
-      transactions += counted
+      transactions += counted.transactions
+      refused += counted.refused
       requests++
       blocks += numbers.length
     }
   }
-  flushDirtyPages()
+  if (options.flush !== false) flushDirtyPages()
   const started = performance.now()
   await Promise.all(Array.from({ length: options.concurrency }, () => worker()))
-  return { ms: performance.now() - started, blocks, transactions, requests, batchSize: options.batchSize, concurrency: options.concurrency }
+  return { ms: performance.now() - started, blocks, transactions, requests, refused, batchSize: options.batchSize, concurrency: options.concurrency }
 }
 
+export type SweepPoint = { batchSize: number; concurrency: number; txPerSecond: number; refused: number }
+
+export type Sweep = {
+  /** Every point on the sample, fastest first. */
+  ranked: SweepPoint[]
+  /** The fastest points of the sample, each fetching the whole chain, fastest first. */
+  finalists: SweepPoint[]
+  /** The winner: the fastest finalist. */
+  batchSize: number
+  concurrency: number
+}
+
+const pointOf = (result: FloorResult): SweepPoint => ({
+  batchSize: result.batchSize,
+  concurrency: result.concurrency,
+  txPerSecond: (result.transactions / result.ms) * 1000,
+  refused: result.refused,
+})
+const fastestFirst = (a: SweepPoint, b: SweepPoint) => b.txPerSecond - a.txPerSecond
+
 /**
- * The plain client's best operating point: each batch size × concurrency
- * over the first `sampleBlocks` blocks, fastest kept. Returns it with every
- * point tried (tx/s), so the report can show the sweep.
+ * The plain client's best operating point on this node: every batch size ×
+ * concurrency ranked on the first `sampleBlocks` blocks, the `finalists`
+ * best of them fetching the whole chain (a sample can favour a point by
+ * luck), and the fastest of those wins.
  */
 export async function sweepFloor(options: {
   url: string
   from: number
+  to: number
   sampleBlocks: number
   batchSizes: readonly number[]
   concurrencies: readonly number[]
-}): Promise<{ batchSize: number; concurrency: number; points: Array<{ batchSize: number; concurrency: number; txPerSecond: number }> }> {
-  const points: Array<{ batchSize: number; concurrency: number; txPerSecond: number }> = []
+  finalists: number
+  receipts?: boolean
+}): Promise<Sweep> {
+  const receipts = options.receipts === true
+  // once for the whole sweep: a sync per point costs seconds on a busy machine, for points that only rank
+  flushDirtyPages()
+  const ranked: SweepPoint[] = []
   for (const batchSize of options.batchSizes) {
     for (const concurrency of options.concurrencies) {
-      const result = await measureFloor({ url: options.url, from: options.from, to: options.from + options.sampleBlocks - 1, batchSize, concurrency })
-      points.push({ batchSize, concurrency, txPerSecond: (result.transactions / result.ms) * 1000 })
+      const to = Math.min(options.to, options.from + options.sampleBlocks - 1)
+      ranked.push(pointOf(await measureFloor({ url: options.url, from: options.from, to, batchSize, concurrency, receipts, flush: false })))
     }
   }
-  const best = points.reduce((a, b) => (b.txPerSecond > a.txPerSecond ? b : a))
-  return { batchSize: best.batchSize, concurrency: best.concurrency, points }
+  ranked.sort(fastestFirst)
+  const finalists: SweepPoint[] = []
+  for (const point of ranked.slice(0, options.finalists)) {
+    finalists.push(pointOf(await measureFloor({ url: options.url, from: options.from, to: options.to, batchSize: point.batchSize, concurrency: point.concurrency, receipts })))
+  }
+  finalists.sort(fastestFirst)
+  return { ranked, finalists, batchSize: finalists[0]!.batchSize, concurrency: finalists[0]!.concurrency }
 }

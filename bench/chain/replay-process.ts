@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url'
 import { firstJsonLine, spawnTs, stopProcess } from '../lib/process.js'
+import type { ProfileSpec } from './node-profiles.js'
 import type { ReleaseState, ReplayStats } from './replay-server.js'
 
 const serveScript = fileURLToPath(new URL('./serve.ts', import.meta.url))
@@ -11,6 +12,8 @@ export type ReplayProcess = {
   stats(): Promise<ReplayStats>
   release(options: { head?: number; rate?: number }): Promise<ReleaseState>
   resetStats(): Promise<ReplayStats>
+  /** Makes the node answer like another kind of node from now on (node-profiles.ts). */
+  setProfile(spec: ProfileSpec): Promise<ProfileSpec>
   stop(): Promise<void>
 }
 
@@ -37,6 +40,7 @@ export async function startReplayProcess(options: { dir: string; head?: number; 
     stats: () => control<ReplayStats>(ready.url, 'stats'),
     release: (release) => control<ReleaseState>(ready.url, 'release', release),
     resetStats: () => control<ReplayStats>(ready.url, 'reset-stats', {}),
+    setProfile: (spec) => control<ProfileSpec>(ready.url, 'profile', spec),
     stop: () => stopProcess(child),
   }
 }

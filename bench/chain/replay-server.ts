@@ -1,28 +1,31 @@
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Chain } from './files.js'
-import { gasUsedOf, receiptJson } from './generate.js'
+import { createNodeProfile, type NodeProfile, type ProfileSpec, type ProfileStats } from './node-profiles.js'
+import { createReplayMethods, RpcError, type Result } from './replay-methods.js'
 
 /**
- * A JSON-RPC node that replays a generated chain, made to cost next to
- * nothing so that a benchmark measures its client: blocks are answered with
- * their pre-serialized bytes (the response is the request id spliced around
- * them, written with one writev), batches included.
+ * A JSON-RPC node that replays a generated chain. On the `fast` profile it
+ * costs next to nothing, so that a benchmark measures its client: blocks are
+ * answered with their pre-serialized bytes (the response is the request id
+ * spliced around them, written with one writev), batches included. Other
+ * profiles (node-profiles.ts) make it answer like a slower kind of node: a
+ * serial one whose cost grows faster than the answer, or a remote provider
+ * with latency and a cap on requests in flight.
  *
- * It serves what an indexer uses: eth_chainId, net_version, eth_blockNumber,
- * eth_getBlockByNumber / ByHash (full or hashes only), eth_getBlockReceipts,
- * eth_getTransactionReceipt, eth_getTransactionByHash, eth_getLogs, plus a few
- * trivia. Anything else is a JSON-RPC error -32601 and is counted, so a bench
- * can tell the indexer called something the replay does not know.
+ * It serves what an indexer uses (replay-methods.ts). Anything else is a
+ * JSON-RPC error -32601 and is counted, so a bench can tell the indexer
+ * called something the replay does not know.
  *
  * Blocks are released up to a head that is either fixed or grows at a
  * configured rate (live mode); anything above the head does not exist yet
  * (null), like on a real node.
  *
- * Control endpoints (plain HTTP, not JSON-RPC):
- *   GET  /__replay/stats         counters, release state, first block request time
+ * Control endpoints (plain HTTP, not JSON-RPC; never shaped by the profile):
+ *   GET  /__replay/stats         counters, release state, first block request time, CPU since the last reset
  *   POST /__replay/release       {"head"?: n, "rate"?: blocks per second}
  *   POST /__replay/reset-stats
+ *   POST /__replay/profile       a ProfileSpec: {"name": "fast"} | {"name": "serial", "options": …} | {"name": "remote", "options": …}
  */
 
 export type ReleaseState = {
@@ -39,6 +42,7 @@ export type ReplayStats = {
   lastBlock: number
   head: number
   release: ReleaseState
+  profile: ProfileSpec
   requests: number
   batches: number
   calls: Record<string, number>
@@ -49,38 +53,29 @@ export type ReplayStats = {
   /** Epoch ms of the first request naming a block above 0 since the last reset: when an indexer started working. */
   firstBlockRequestAt: number | null
   lastRequestAt: number | null
-}
+  /** CPU the replay process itself spent since the last reset (user + system), ms. */
+  processCpuMs: number
+} & ProfileStats
 
 export type ReplayServer = {
   url: string
   stats(): ReplayStats
   release(options: { head?: number; rate?: number }): ReleaseState
+  setProfile(spec: ProfileSpec): ProfileSpec
   close(): Promise<void>
 }
 
-class RpcError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-  ) {
-    super(message)
-  }
+type RpcRequest = { id?: unknown; method?: unknown; params?: unknown }
+
+const cpuMs = () => {
+  const usage = process.cpuUsage()
+  return (usage.user + usage.system) / 1000
 }
 
-type RpcRequest = { id?: unknown; method?: unknown; params?: unknown }
-type Result = Buffer | string
-
-const NULL = 'null'
-const quantity = (value: number) => `"0x${value.toString(16)}"`
-
-type ParsedLog = { blockNumber: number; address: string; topics: string[]; json: string }
-type Located = { block: number; index: number }
-
-export function createReplayServer(chain: Chain, options: { head?: number; rate?: number } = {}) {
+export function createReplayServer(chain: Chain, options: { head?: number; rate?: number; profile?: ProfileSpec } = {}) {
   let release: ReleaseState = { baseHead: options.head ?? chain.lastBlock, baseAt: Date.now(), rate: options.rate ?? 0 }
+  let profile: NodeProfile = createNodeProfile(options.profile ?? { name: 'fast' })
   let stats = freshStats()
-  let logs: ParsedLog[] | undefined
-  let locations: Map<string, Located> | undefined
 
   function freshStats() {
     return {
@@ -93,6 +88,7 @@ export function createReplayServer(chain: Chain, options: { head?: number; rate?
       bytesOut: 0,
       firstBlockRequestAt: null as number | null,
       lastRequestAt: null as number | null,
+      cpuMsAtReset: cpuMs(),
     }
   }
 
@@ -102,211 +98,45 @@ export function createReplayServer(chain: Chain, options: { head?: number; rate?
     return Math.min(chain.lastBlock, release.baseHead + grown)
   }
 
-  function touchBlock(number: number): void {
-    if (number > 0 && stats.firstBlockRequestAt === null) stats.firstBlockRequestAt = Date.now()
+  const methods = createReplayMethods(chain, {
+    head,
+    touchBlock(number) {
+      if (number > 0 && stats.firstBlockRequestAt === null) stats.firstBlockRequestAt = Date.now()
+    },
+    countBlock(full) {
+      if (full) stats.fullBlocksServed++
+      else stats.headerBlocksServed++
+    },
+  })
+
+  const unsupported = (method: string) => {
+    stats.unsupported[method] = (stats.unsupported[method] ?? 0) + 1
   }
 
-  function blockNumberOf(tag: unknown): number | undefined {
-    if (typeof tag === 'number') return tag
-    if (typeof tag !== 'string') throw new RpcError(-32602, 'invalid block tag')
-    if (tag === 'latest' || tag === 'pending' || tag === 'safe' || tag === 'finalized') return head()
-    if (tag === 'earliest') return 0
-    if (/^0x[0-9a-fA-F]+$/.test(tag)) return Number.parseInt(tag, 16)
-    throw new RpcError(-32602, `invalid block tag ${tag}`)
-  }
-
-  function released(number: number | undefined): number | undefined {
-    return number !== undefined && number >= 0 && number <= head() ? number : undefined
-  }
-
-  function block(number: number | undefined, full: unknown): Result {
-    if (number === undefined) return NULL
-    touchBlock(number)
-    if (full === true) {
-      stats.fullBlocksServed++
-      return chain.fullBlock(number)
-    }
-    stats.headerBlocksServed++
-    return chain.headerBlock(number)
-  }
-
-  /** Where every transaction is: built on first need (it reads every block), only for the rare by-hash lookups. */
-  function locate(hash: string): Located | undefined {
-    if (!locations) {
-      locations = new Map()
-      for (let number = 0; number <= chain.lastBlock; number++) {
-        const hashes = (JSON.parse(chain.headerBlock(number).toString('latin1')) as { transactions: string[] }).transactions
-        hashes.forEach((txHash, index) => locations!.set(txHash, { block: number, index }))
-      }
-    }
-    const found = locations.get(hash.toLowerCase())
-    return found && released(found.block) !== undefined ? found : undefined
-  }
-
-  type RawTransaction = { hash: string; from: string; to: string | null; gas: string; gasPrice: string; type: string }
-
-  /** Receipts of a whole block: stored ones as generated, the others rebuilt from their transaction. */
-  function blockReceipts(number: number): string[] {
-    const parsed = JSON.parse(chain.fullBlock(number).toString('latin1')) as { hash: string; transactions: RawTransaction[] }
-    let cumulativeGasUsed = 0
-    return parsed.transactions.map((tx, transactionIndex) => {
-      const gasUsed = gasUsedOf(tx.hash, Number.parseInt(tx.gas, 16))
-      cumulativeGasUsed += gasUsed
-      const stored = chain.storedReceipt(tx.hash)
-      if (stored) return stored.toString('latin1')
-      return receiptJson({
-        blockHash: parsed.hash,
-        blockNumber: number,
-        transactionHash: tx.hash,
-        transactionIndex,
-        from: tx.from,
-        to: tx.to,
-        type: Number.parseInt(tx.type, 16),
-        cumulativeGasUsed,
-        gasUsed,
-        effectiveGasPrice: Number.parseInt(tx.gasPrice, 16),
-        status: 1,
-        logs: [],
-        firstLogIndex: 0,
-      }).json
-    })
-  }
-
-  function receipt(hash: unknown): Result {
-    if (typeof hash !== 'string') throw new RpcError(-32602, 'invalid transaction hash')
-    const stored = chain.storedReceipt(hash)
-    if (stored) {
-      const number = Number.parseInt(/"blockNumber":"(0x[0-9a-f]+)"/.exec(stored.toString('latin1', 0, 200))![1]!, 16)
-      if (released(number) === undefined) return NULL
-      touchBlock(number)
-      return stored
-    }
-    const found = locate(hash)
-    if (!found) return NULL
-    return blockReceipts(found.block)[found.index]!
-  }
-
-  function transaction(hash: unknown): Result {
-    if (typeof hash !== 'string') throw new RpcError(-32602, 'invalid transaction hash')
-    const found = locate(hash)
-    if (!found) return NULL
-    const parsed = JSON.parse(chain.fullBlock(found.block).toString('latin1')) as { transactions: unknown[] }
-    return JSON.stringify(parsed.transactions[found.index])
-  }
-
-  function allLogs(): ParsedLog[] {
-    if (!logs) {
-      logs = []
-      for (const stored of chain.storedReceipts()) {
-        const parsed = JSON.parse(stored.toString('latin1')) as { logs: Array<{ address: string; topics: string[]; blockNumber: string }> }
-        for (const log of parsed.logs) {
-          logs.push({ blockNumber: Number.parseInt(log.blockNumber, 16), address: log.address, topics: log.topics, json: JSON.stringify(log) })
-        }
-      }
-      logs.sort((a, b) => a.blockNumber - b.blockNumber)
-    }
-    return logs
-  }
-
-  function matchesTopic(wanted: unknown, actual: string | undefined): boolean {
-    if (wanted === null || wanted === undefined) return true
-    if (actual === undefined) return false
-    if (Array.isArray(wanted)) return wanted.length === 0 || wanted.some((w) => typeof w === 'string' && w.toLowerCase() === actual)
-    return typeof wanted === 'string' && wanted.toLowerCase() === actual
-  }
-
-  function getLogs(filter: unknown): Result {
-    if (!filter || typeof filter !== 'object') throw new RpcError(-32602, 'invalid filter')
-    const f = filter as { fromBlock?: unknown; toBlock?: unknown; blockHash?: unknown; address?: unknown; topics?: unknown[] }
-    const current = head()
-    let from: number
-    let to: number
-    if (typeof f.blockHash === 'string') {
-      const number = released(chain.numberOf(f.blockHash))
-      if (number === undefined) throw new RpcError(-32000, 'unknown block')
-      from = to = number
-    } else {
-      from = f.fromBlock === undefined ? current : blockNumberOf(f.fromBlock)!
-      to = Math.min(current, f.toBlock === undefined ? current : blockNumberOf(f.toBlock)!)
-    }
-    const addresses =
-      f.address === undefined || f.address === null
-        ? undefined
-        : new Set((Array.isArray(f.address) ? f.address : [f.address]).map((a) => String(a).toLowerCase()))
-    const topics = f.topics ?? []
-    const matches = allLogs().filter(
-      (log) =>
-        log.blockNumber >= from &&
-        log.blockNumber <= to &&
-        (!addresses || addresses.has(log.address)) &&
-        topics.every((wanted, i) => matchesTopic(wanted, log.topics[i])),
-    )
-    return `[${matches.map((log) => log.json).join(',')}]`
-  }
-
-  function call(method: string, params: unknown[]): Result {
-    switch (method) {
-      case 'eth_chainId':
-        return quantity(chain.chainId)
-      case 'net_version':
-        return `"${chain.chainId}"`
-      case 'web3_clientVersion':
-        return '"bench-replay/1.0"'
-      case 'eth_syncing':
-        return 'false'
-      case 'eth_gasPrice':
-      case 'eth_maxPriorityFeePerGas':
-        return quantity(1_000_000)
-      case 'eth_blockNumber':
-        return quantity(head())
-      case 'eth_getBlockByNumber':
-        return block(released(blockNumberOf(params[0])), params[1])
-      case 'eth_getBlockByHash':
-        return block(typeof params[0] === 'string' ? released(chain.numberOf(params[0])) : undefined, params[1])
-      case 'eth_getBlockTransactionCountByNumber': {
-        const number = released(blockNumberOf(params[0]))
-        return number === undefined ? NULL : quantity(number === 0 ? 0 : chain.meta.params.txPerBlock)
-      }
-      case 'eth_getBlockReceipts': {
-        const target = params[0]
-        const number = released(
-          typeof target === 'string' && target.length === 66 ? chain.numberOf(target) : blockNumberOf(target),
-        )
-        if (number === undefined) return NULL
-        touchBlock(number)
-        return `[${blockReceipts(number).join(',')}]`
-      }
-      case 'eth_getTransactionReceipt':
-        return receipt(params[0])
-      case 'eth_getTransactionByHash':
-        return transaction(params[0])
-      case 'eth_getLogs':
-        return getLogs(params[0])
-      default:
-        stats.unsupported[method] = (stats.unsupported[method] ?? 0) + 1
-        throw new RpcError(-32601, `the method ${method} does not exist/is not available`)
-    }
-  }
-
-  /** The response to one JSON-RPC call, as chunks to write in order. */
-  function respond(request: RpcRequest, chunks: Array<Buffer | string>): void {
+  /** The response to one JSON-RPC call, as chunks to write in order; returns the result's size in bytes. */
+  function respond(request: RpcRequest, chunks: Array<Buffer | string>): number {
     const id = request.id === undefined ? 'null' : JSON.stringify(request.id)
     try {
       if (typeof request.method !== 'string') throw new RpcError(-32600, 'invalid request')
       stats.calls[request.method] = (stats.calls[request.method] ?? 0) + 1
-      const result = call(request.method, Array.isArray(request.params) ? request.params : [])
+      const result: Result = methods.call(request.method, Array.isArray(request.params) ? request.params : [], unsupported)
       chunks.push(`{"jsonrpc":"2.0","id":${id},"result":`, result, '}')
+      return result.length
     } catch (error) {
       const code = error instanceof RpcError ? error.code : -32603
-      chunks.push(`{"jsonrpc":"2.0","id":${id},"error":${JSON.stringify({ code, message: (error as Error).message })}}`)
+      const text = `{"jsonrpc":"2.0","id":${id},"error":${JSON.stringify({ code, message: (error as Error).message })}}`
+      chunks.push(text)
+      return text.length
     }
   }
 
-  function send(response: ServerResponse, status: number, chunks: Array<Buffer | string>): void {
+  function send(response: ServerResponse, status: number, chunks: Array<Buffer | string>, headers: Record<string, string> = {}): void {
+    // the client may have given up on a held answer (a timeout): nothing to write to
+    if (response.destroyed) return
     const buffers = chunks.map((chunk) => (typeof chunk === 'string' ? Buffer.from(chunk, 'latin1') : chunk))
     const length = buffers.reduce((sum, buffer) => sum + buffer.length, 0)
     stats.bytesOut += length
-    response.writeHead(status, { 'content-type': 'application/json', 'content-length': length })
+    response.writeHead(status, { 'content-type': 'application/json', 'content-length': length, ...headers })
     // one writev for the whole response instead of a syscall per chunk
     response.cork()
     for (const buffer of buffers) response.write(buffer)
@@ -317,30 +147,49 @@ export function createReplayServer(chain: Chain, options: { head?: number; rate?
   function handleRpc(body: Buffer, response: ServerResponse): void {
     stats.requests++
     stats.lastRequestAt = Date.now()
+    const refusal = profile.admit()
+    if (refusal) {
+      const message = `{"jsonrpc":"2.0","id":null,"error":{"code":-32005,"message":"too many requests in flight"}}`
+      profile.refuse(() => send(response, refusal.status, [message], { 'retry-after': String(refusal.retryAfterSeconds) }))
+      return
+    }
     let payload: unknown
     try {
       payload = JSON.parse(body.toString('utf8'))
     } catch {
-      send(response, 200, ['{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}'])
+      const chunks = ['{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}']
+      profile.answer({ callBytes: [], answerBytes: chunks[0]!.length }, () => send(response, 200, chunks))
       return
     }
     const chunks: Array<Buffer | string> = []
+    const callBytes: number[] = []
     if (Array.isArray(payload)) {
       stats.batches++
       chunks.push('[')
       payload.forEach((request, i) => {
         if (i > 0) chunks.push(',')
-        respond((request ?? {}) as RpcRequest, chunks)
+        callBytes.push(respond((request ?? {}) as RpcRequest, chunks))
       })
       chunks.push(']')
     } else {
-      respond((payload ?? {}) as RpcRequest, chunks)
+      callBytes.push(respond((payload ?? {}) as RpcRequest, chunks))
     }
-    send(response, 200, chunks)
+    const answerBytes = chunks.reduce((sum, chunk) => sum + chunk.length, 0)
+    profile.answer({ callBytes, answerBytes }, () => send(response, 200, chunks))
   }
 
   function snapshot(): ReplayStats {
-    return { chainId: chain.chainId, lastBlock: chain.lastBlock, head: head(), release: { ...release }, ...stats }
+    const { cpuMsAtReset, ...counters } = stats
+    return {
+      chainId: chain.chainId,
+      lastBlock: chain.lastBlock,
+      head: head(),
+      release: { ...release },
+      profile: profile.spec,
+      ...counters,
+      processCpuMs: cpuMs() - cpuMsAtReset,
+      ...profile.stats(),
+    }
   }
 
   function setRelease(next: { head?: number; rate?: number }): ReleaseState {
@@ -348,14 +197,21 @@ export function createReplayServer(chain: Chain, options: { head?: number; rate?
     return { ...release }
   }
 
+  function setProfile(spec: ProfileSpec): ProfileSpec {
+    profile = createNodeProfile(spec)
+    return profile.spec
+  }
+
   function handleControl(request: IncomingMessage, body: Buffer, response: ServerResponse): void {
     const path = (request.url ?? '').split('?')[0]
+    const json = () => (body.length > 0 ? JSON.parse(body.toString('utf8')) : {})
     let result: unknown
     if (path === '/__replay/stats') result = snapshot()
-    else if (path === '/__replay/release' && request.method === 'POST') {
-      result = setRelease(body.length > 0 ? (JSON.parse(body.toString('utf8')) as { head?: number; rate?: number }) : {})
-    } else if (path === '/__replay/reset-stats' && request.method === 'POST') {
+    else if (path === '/__replay/release' && request.method === 'POST') result = setRelease(json() as { head?: number; rate?: number })
+    else if (path === '/__replay/profile' && request.method === 'POST') result = setProfile(json() as ProfileSpec)
+    else if (path === '/__replay/reset-stats' && request.method === 'POST') {
       stats = freshStats()
+      profile.resetStats()
       result = snapshot()
     } else {
       send(response, 404, ['{"error":"unknown control path"}'])
@@ -393,6 +249,7 @@ export function createReplayServer(chain: Chain, options: { head?: number; rate?
         url: `http://${host}:${address.port}`,
         stats: snapshot,
         release: setRelease,
+        setProfile,
         close: () =>
           new Promise<void>((resolve) => {
             server.closeAllConnections()

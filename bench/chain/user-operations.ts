@@ -7,16 +7,14 @@ import {
 } from 'viem'
 import {
   entryPoint06Abi,
-  entryPoint06Address,
   entryPoint07Abi,
-  entryPoint07Address,
   entryPoint08Abi,
-  entryPoint08Address,
   getUserOperationHash,
   toPackedUserOperation,
   type UserOperation,
 } from 'viem/account-abstraction'
-import type { Random } from '../lib/random.js'
+import { entryPointAddresses, type EntryPointVersion } from '../../devnet/entry-points.js'
+import type { Random } from '../../devnet/random.js'
 
 /**
  * ERC-4337 bundles as a bundler sends them: `handleOps` (and sometimes
@@ -27,15 +25,11 @@ import type { Random } from '../lib/random.js'
  * them exactly as it would on a real chain.
  */
 
-export type EntryPointVersion = '0.6' | '0.7' | '0.8'
-
 const entryPoints = {
-  '0.6': { address: entryPoint06Address, abi: entryPoint06Abi },
-  '0.7': { address: entryPoint07Address, abi: entryPoint07Abi },
-  '0.8': { address: entryPoint08Address, abi: entryPoint08Abi },
+  '0.6': { address: entryPointAddresses['0.6'], abi: entryPoint06Abi },
+  '0.7': { address: entryPointAddresses['0.7'], abi: entryPoint07Abi },
+  '0.8': { address: entryPointAddresses['0.8'], abi: entryPoint08Abi },
 } as const
-
-export const entryPointAddresses: readonly Address[] = Object.values(entryPoints).map((entryPoint) => entryPoint.address)
 
 export type OperationSpec = {
   sender: Address

@@ -1,5 +1,5 @@
 import { Attribution } from 'ox/erc8021'
-import type { Random } from './random.js'
+import type { Random } from '../../devnet/random.js'
 
 /**
  * Calldata shaped like what a real chain carries: a 4-byte selector followed

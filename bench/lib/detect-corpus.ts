@@ -1,5 +1,5 @@
 import { abiCall, attributionSuffix, createCodePools, erc20Call, fourByteCall } from './calldata.js'
-import { createRandom, type Random } from './random.js'
+import { createRandom, type Random } from '../../devnet/random.js'
 
 export type DetectCorpus = {
   inputs: string[]

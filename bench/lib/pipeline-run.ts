@@ -2,10 +2,12 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { createDatabase, closeDatabase } from '../../src/db/client.js'
 import { migrateDatabase } from '../../src/db/migrate.js'
 import { createRegistry } from '../../src/registry/register.js'
-import type { GroundTruth } from '../chain/generate.js'
+import type { ChainTruth } from '../chain/truth.js'
 import type { ReplayProcess } from '../chain/replay-process.js'
 import type { ReplayStats } from '../chain/replay-server.js'
 import { FeatureMissing } from './bench.js'
+import { createCpuMeter, type CpuSeconds } from './cpu.js'
+import { BLOCK_CALL, readTransportState, settledPoint, type TransportState } from './daemon-metrics.js'
 import { flushDirtyPages } from './process.js'
 import {
   createBenchDatabase,
@@ -26,24 +28,6 @@ export type PipelineSettings = {
   rpcBatchSize?: number
   pollIntervalMs: number
   env?: Record<string, string>
-}
-
-/** The transport's gauges as the indexer's /metrics shows them at the end of a run. */
-export type TransportState = { blockBatchSize: number | undefined; concurrencyLimit: number | undefined; failures: Record<string, number> }
-
-async function transportStateOf(url: string): Promise<TransportState> {
-  const text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(5_000) })).text()
-  const gauge = (pattern: RegExp) => {
-    const match = pattern.exec(text)
-    return match ? Number(match[1]) : undefined
-  }
-  const failures: Record<string, number> = {}
-  for (const match of text.matchAll(/^indexer_rpc_failures_total\{[^}]*kind="([^"]+)"[^}]*\} (\d+)/gm)) failures[match[1]!] = Number(match[2])
-  return {
-    blockBatchSize: gauge(/^indexer_rpc_batch_size\{[^}]*call="eth_getBlockByNumber\(full\)"[^}]*\} (\d+)/m),
-    concurrencyLimit: gauge(/^indexer_rpc_concurrency_limit\{[^}]*\} (\d+)/m),
-    failures,
-  }
 }
 
 export type MemorySample = {
@@ -87,7 +71,7 @@ export type ReadyIndexer = {
 }
 
 /** Migrates the database and registers the wallets whose builder codes the chain uses. */
-export async function registerWallets(url: string, truth: GroundTruth): Promise<void> {
+export async function registerWallets(url: string, truth: ChainTruth): Promise<void> {
   await migrateDatabase(url)
   const db = createDatabase({ url, poolSize: 2 })
   try {
@@ -101,7 +85,7 @@ export async function registerWallets(url: string, truth: GroundTruth): Promise<
 export async function startReadyIndexer(options: {
   label: string
   replay: ReplayProcess
-  truth: GroundTruth
+  truth: ChainTruth
   settings: PipelineSettings
   cpuProfileDir?: string
   readyTimeoutMs?: number
@@ -154,9 +138,13 @@ export type PipelineRun = {
   verification: Verification
   /** Monotonic-clock window (µs) from release to completion, to cut the indexer's CPU profile (bench/profile-top.ts). */
   profileWindow: string
-  rpc: Pick<ReplayStats, 'calls' | 'unsupported' | 'requests' | 'batches' | 'fullBlocksServed' | 'headerBlocksServed'>
-  /** Where the adaptive transport settled. */
-  transport: TransportState
+  rpc: Pick<ReplayStats, 'calls' | 'unsupported' | 'requests' | 'batches' | 'fullBlocksServed' | 'headerBlocksServed' | 'refused' | 'maxInFlight'>
+  /** Where the adaptive transport settled (the second half of the run's samples), and its state at the end. */
+  transport: ReturnType<typeof settledPoint> & { end: TransportState | undefined }
+  /** CPU seconds over the measured window, per process. */
+  cpu: CpuSeconds
+  /** What the node spent on the run: its process's CPU, and the busy time of a modelled node's thread (node-profiles.ts). */
+  nodeCost: { processCpuSeconds: number; modelledBusySeconds: number }
 }
 
 /**
@@ -167,7 +155,7 @@ export type PipelineRun = {
 export async function runBackfill(options: {
   label: string
   replay: ReplayProcess
-  truth: GroundTruth
+  truth: ChainTruth
   settings: PipelineSettings
   cpuProfileDir?: string
   timeoutMs: number
@@ -179,7 +167,12 @@ export async function runBackfill(options: {
   try {
     const last = options.truth.lastBlock
     flushDirtyPages()
+    const cpu = createCpuMeter({ daemonPid: ready.indexer.pid, nodePid: options.replay.pid, sql: ready.db.sql, databaseName: ready.db.name })
     await options.replay.resetStats()
+    await cpu.start()
+    const transportSamples: TransportState[] = []
+    const pendingSamples: Array<Promise<unknown>> = []
+    let nextTransportSampleAt = Date.now()
     const releasedAt = Date.now()
     const releasedAtUs = process.hrtime.bigint() / 1000n
     await options.replay.release({ head: last })
@@ -207,16 +200,33 @@ export async function runBackfill(options: {
         doneAt = now
         break
       }
+      if (now >= nextTransportSampleAt) {
+        // once a second: where the transport is, and the CPU of backends that may not live to the end
+        // not awaited, like the heap: the completion poll must not wait for a busy indexer's /metrics
+        nextTransportSampleAt = now + 1_000
+        pendingSamples.push(
+          readTransportState(ready.indexer.url).then((state) => state && transportSamples.push(state)),
+          cpu.sample().catch(() => {}),
+        )
+      }
       if (ready.indexer.exited()) throw new Error(`the indexer exited during the backfill at block ${through}:\n${ready.indexer.tail()}`)
       if (now - releasedAt > options.timeoutMs) {
         throw new Error(`backfill timed out after ${options.timeoutMs} ms at block ${through} of ${last}:\n${ready.indexer.tail()}`)
       }
       await sleep(25)
     }
-    await Promise.all(pendingHeaps)
-    const transport = await transportStateOf(ready.indexer.url)
-    const profileWindow = `${releasedAtUs}:${process.hrtime.bigint() / 1000n}`
+    const cpuSeconds = await cpu.stop()
     const stats = await options.replay.stats()
+    await Promise.all([...pendingHeaps, ...pendingSamples])
+    const end = await readTransportState(ready.indexer.url, 5_000)
+    // where the transport settled is part of every report: a renamed gauge must fail the bench, not print '?'
+    if (end?.batchSizes[BLOCK_CALL] === undefined || end.concurrencyLimit === undefined) {
+      throw new FeatureMissing(
+        `the indexer's /metrics shows no indexer_rpc_batch_size{call="${BLOCK_CALL}"} or indexer_rpc_concurrency_limit: ` +
+          'the bench cannot say where the transport settled (bench/lib/daemon-metrics.ts reads them)',
+      )
+    }
+    const profileWindow = `${releasedAtUs}:${process.hrtime.bigint() / 1000n}`
     const startedAt = stats.firstBlockRequestAt ?? releasedAt
     const memory = ready.indexer.memory()
     const verification = await verifyAgainstTruth(ready.db.sql, options.truth)
@@ -235,8 +245,12 @@ export async function runBackfill(options: {
         batches: stats.batches,
         fullBlocksServed: stats.fullBlocksServed,
         headerBlocksServed: stats.headerBlocksServed,
+        refused: stats.refused,
+        maxInFlight: stats.maxInFlight,
       },
-      transport,
+      transport: { ...settledPoint([...transportSamples, end]), end },
+      cpu: cpuSeconds,
+      nodeCost: { processCpuSeconds: stats.processCpuMs / 1000, modelledBusySeconds: stats.modelledBusyMs / 1000 },
     }
   } finally {
     await ready.dispose()

@@ -1,9 +1,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { createInterface } from 'node:readline'
 
-/** A port nothing listens on right now (the OS picks it; it is released before use, a tiny race accepted for benches). */
 /**
  * Writes the machine's dirty pages out before a measured run starts, so no
  * run pays for the disk writes another left behind (a dropped bench
@@ -12,17 +10,6 @@ import { createInterface } from 'node:readline'
  */
 export function flushDirtyPages(): void {
   execFileSync('sync')
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
 }
 
 /** Resident set size and its peak (VmHWM) of a live process, in bytes, from /proc. */

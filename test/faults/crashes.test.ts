@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { GroundTruth } from '../../devnet/ledger.js'
-import { createRandom, type Random } from '../../devnet/suffixes.js'
+import { createRandom, type Random } from '../../devnet/random.js'
 import { indexedThrough } from '../../src/store/ranges.js'
 import { sendMixedTraffic, startTestChain, type TestChain } from '../support/chain.js'
 import { chainsEnv } from '../support/processes.js'

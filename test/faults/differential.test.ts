@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest'
-import { createRandom } from '../../devnet/suffixes.js'
+import { createRandom } from '../../devnet/random.js'
 import { runDifferential } from '../support/differential.js'
 import { hostileCalldata } from './support/calldata-fuzz.js'
 import { createFaultReport } from './support/report.js'

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { appendTruth, emptyTruth, type GroundTruth } from '../../devnet/ledger.js'
-import { createRandom } from '../../devnet/suffixes.js'
+import { createRandom } from '../../devnet/random.js'
 import { sendMixedTraffic, startTestChain, type TestChain } from '../support/chain.js'
 import { waitForIndexedBlock } from '../support/indexer.js'
 import { chainsEnv } from '../support/processes.js'

@@ -11,7 +11,7 @@ import {
 import { entryPoint06Abi, entryPoint07Abi } from 'viem/account-abstraction'
 import { MARKER_HEX } from '../../src/attribution/marker.js'
 import { extractUserOperations, readUserOperations, userOperationEventAbi, userOperationOutcomes } from '../../src/attribution/userops.js'
-import type { Random } from '../../devnet/suffixes.js'
+import type { Random } from '../../devnet/random.js'
 
 /**
  * Differential oracle of the EntryPoint reader (src/attribution/bundle-calldata.ts)

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { Random } from '../../devnet/suffixes.js'
+import type { Random } from '../../devnet/random.js'
 
 /**
  * The one JSON-RPC proxy of the tests, in front of a node (anvil) that it makes misbehave on

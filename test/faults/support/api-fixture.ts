@@ -3,7 +3,7 @@ import type { Address } from 'viem'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import type { Database } from '../../../src/db/client.js'
 import { request } from '../../support/api.js'
-import { freePort } from '../../support/redis-server.js'
+import { freePort } from '../../../devnet/free-port.js'
 import { startRole, until, type LoggedRole } from './roles.js'
 
 /** Fresh secrets per run: what the logs and the database must never show. */

@@ -7,7 +7,7 @@ import { MARKER_HEX } from '../../../src/attribution/marker.js'
 import { detectCandidate } from '../../../src/attribution/records.js'
 import type { RawTransaction } from '../../../src/rpc/objects.js'
 import { entryPointSet } from '../../../src/attribution/userops.js'
-import { createRandom, type Random } from '../../../devnet/suffixes.js'
+import { createRandom, type Random } from '../../../devnet/random.js'
 
 /**
  * Hostile calldata for the codec: valid ERC-8021 suffixes built with the

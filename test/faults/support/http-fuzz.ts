@@ -1,5 +1,5 @@
 import { Agent, request as httpRequest } from 'node:http'
-import type { Random } from '../../../devnet/suffixes.js'
+import type { Random } from '../../../devnet/random.js'
 
 /**
  * Hostile HTTP requests generated from the OpenAPI document, so every route

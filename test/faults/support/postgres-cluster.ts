@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import postgres from 'postgres'
-import { freePort } from '../../support/redis-server.js'
+import { freePort } from '../../../devnet/free-port.js'
 
 /**
  * A private PostgreSQL server for fault tests: initdb into a temp dir, a

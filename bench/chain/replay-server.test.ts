@@ -1,14 +1,17 @@
 import { createPublicClient, http, parseAbiItem, type Hash } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { openChain, type Chain } from '../chain/files.js'
-import { measureFloor } from '../chain/floor.js'
-import { ensureChain, type GroundTruth } from '../chain/generate.js'
-import { createReplayServer, type ReplayServer } from '../chain/replay-server.js'
-import { testChainParams } from './fixtures.js'
+import type { ExpectedIndex } from '../../devnet/ledger.js'
+import { openChain, type Chain } from './files.js'
+import { measureFloor } from './floor.js'
+import { ensureChain } from './generate.js'
+import { createReplayServer, type ReplayServer } from './replay-server.js'
+import { testChainParams } from './test-chain.js'
+import type { ChainTruth } from './truth.js'
 
 let chain: Chain
 let server: ReplayServer
-let truth: GroundTruth
+let truth: ChainTruth
+let expected: ExpectedIndex
 
 async function rpc(body: unknown): Promise<any> {
   const response = await fetch(server.url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } })
@@ -21,6 +24,7 @@ const call = (method: string, params: unknown[] = [], id: unknown = 1) => ({ jso
 beforeAll(async () => {
   chain = openChain(ensureChain(testChainParams))
   truth = chain.truth()
+  expected = chain.expectedIndex()
   server = await createReplayServer(chain).listen()
 })
 
@@ -68,8 +72,8 @@ describe('through viem, as the indexer reads it', () => {
   const client = () => createPublicClient({ transport: http(server.url, { batch: true }) })
 
   it('formats full blocks and stored receipts', async () => {
-    const unit = truth.units.find((candidate) => candidate.kind === 'transaction')!
-    const block = await client().getBlock({ blockNumber: BigInt(unit.block), includeTransactions: true })
+    const unit = expected.attributions.find((row) => row.kind === 'transaction')!
+    const block = await client().getBlock({ blockNumber: BigInt(unit.blockNumber), includeTransactions: true })
     const tx = block.transactions.find((candidate) => candidate.hash === unit.txHash)!
     expect(tx.input.endsWith('80218021802180218021802180218021')).toBe(true)
     const receipt = await client().getTransactionReceipt({ hash: unit.txHash as Hash })
@@ -90,7 +94,7 @@ describe('through viem, as the indexer reads it', () => {
   })
 
   it('finds a UserOperation by its hash through eth_getLogs', async () => {
-    const unit = truth.units.find((candidate) => candidate.kind === 'userOperation')!
+    const unit = expected.attributions.find((row) => row.kind === 'userOperation')!
     const logs = await client().getLogs({
       event: parseAbiItem(
         'event UserOperationEvent(bytes32 indexed userOpHash, address indexed sender, address indexed paymaster, uint256 nonce, bool success, uint256 actualGasCost, uint256 actualGasUsed)',
@@ -118,18 +122,23 @@ describe('release schedule', () => {
     expect(head.result).toBe('0x4')
     expect(released.result.number).toBe('0x4')
     expect(hidden.result).toBeNull()
-    const hiddenReceipt = await rpc(call('eth_getTransactionReceipt', [truth.units.find((u) => u.block > 4)!.txHash]))
+    const hiddenReceipt = await rpc(call('eth_getTransactionReceipt', [expected.attributions.find((row) => row.blockNumber > 4)!.txHash]))
     expect(hiddenReceipt.result).toBeNull()
   })
 
   it('grows the head at the configured rate until the end of the chain', async () => {
-    server.release({ head: 1, rate: 200 })
+    const rate = 200
+    const release = server.release({ head: 1, rate })
+    // what the head must be at a moment, by the schedule: each answer lies between its request's and its answer's
+    const scheduled = (at: number) => Math.min(chain.lastBlock, 1 + Math.floor(((at - release.baseAt) * rate) / 1000))
     const seen: number[] = []
     while (seen.at(-1) !== chain.lastBlock) {
-      seen.push(Number.parseInt((await rpc(call('eth_blockNumber'))).result, 16))
-      await new Promise((resolve) => setTimeout(resolve, 5))
+      const before = Date.now()
+      const head = Number.parseInt((await rpc(call('eth_blockNumber'))).result, 16)
+      expect(head).toBeGreaterThanOrEqual(scheduled(before))
+      expect(head).toBeLessThanOrEqual(scheduled(Date.now()))
+      seen.push(head)
     }
-    expect(seen[0]).toBeLessThan(chain.lastBlock)
     expect([...seen].sort((a, b) => a - b)).toEqual(seen)
   })
 })
@@ -148,5 +157,56 @@ describe('floor', () => {
     const result = await measureFloor({ url: server.url, from: 1, to: chain.lastBlock, batchSize: 2, concurrency: 3, client: 'indexer-rpc' })
     expect(result.blocks).toBe(chain.lastBlock)
     expect(result.transactions).toBe(truth.transactions)
+  })
+})
+
+describe('node profiles', () => {
+  afterAll(() => server.setProfile({ name: 'fast' }))
+
+  it('answers the same bytes on the serial profile, later', async () => {
+    const body = [call('eth_getBlockByNumber', ['0x3', true], 1), call('eth_getBlockByNumber', ['0x4', true], 2)]
+    const fast = await rpc(body)
+    server.setProfile({ name: 'serial', options: { requestMs: 5, callMs: 1, msPerMiB: 10, quadraticMsPerMiB2: 1, contention: 0.1 } })
+    const busyBefore = server.stats().modelledBusyMs
+    expect(await rpc(body)).toEqual(fast)
+    // the node's thread was busy for at least the request and its two calls
+    expect(server.stats().modelledBusyMs - busyBefore).toBeGreaterThanOrEqual(7)
+  })
+
+  it('refuses a request past the remote cap with 429 and Retry-After while one is held', async () => {
+    // the first request is held for its latency (5 s): long enough for the second to arrive meanwhile
+    server.setProfile({ name: 'remote', options: { latencyMs: 5_000, maxInFlight: 1, retryAfterSeconds: 2 } })
+    const held = fetch(server.url, { method: 'POST', body: JSON.stringify(call('eth_chainId')) })
+    // the positive signal that the first is held: the node counts it in flight
+    await expect.poll(() => server.stats().maxInFlight).toBe(1)
+    const response = await fetch(server.url, { method: 'POST', body: JSON.stringify(call('eth_chainId')) })
+    expect(response.status).toBe(429)
+    expect(response.headers.get('retry-after')).toBe('2')
+    expect(server.stats().refused).toBe(1)
+    expect((await held).status).toBe(200)
+  })
+
+  it('lets the floor fetch every block from a remote node that refuses, asking again after Retry-After', async () => {
+    server.setProfile({ name: 'remote', options: { latencyMs: 200, maxInFlight: 1, retryAfterSeconds: 1 } })
+    const result = await measureFloor({ url: server.url, from: 1, to: chain.lastBlock, batchSize: 4, concurrency: 3 })
+    expect(result.transactions).toBe(truth.transactions)
+    expect(result.requests).toBe(3)
+    // three sent at once against a cap of one: the other two were refused at least once
+    expect(result.refused).toBeGreaterThanOrEqual(2)
+  })
+})
+
+describe('receipts', () => {
+  it('answers eth_getBlockReceipts with the block\'s stored receipts, by number or by hash', async () => {
+    const [byNumber, byHash] = await rpc([call('eth_getBlockReceipts', ['0x6'], 1), call('eth_getBlockReceipts', [chain.hashes[6]], 2)])
+    expect(byNumber.result).toEqual(JSON.parse(chain.blockReceipts(6).toString()))
+    expect(byHash.result).toEqual(byNumber.result)
+  })
+
+  it('lets the floor fetch every block with its receipts', async () => {
+    server.release({ head: chain.lastBlock })
+    const result = await measureFloor({ url: server.url, from: 1, to: chain.lastBlock, batchSize: 5, concurrency: 2, receipts: true })
+    expect(result.transactions).toBe(truth.transactions)
+    expect(server.stats().calls.eth_getBlockReceipts).toBeGreaterThanOrEqual(chain.lastBlock)
   })
 })

@@ -1,4 +1,4 @@
-import { defaultChainParams, type ChainParams } from '../chain/generate.js'
+import { defaultChainParams, type ChainParams } from './generate.js'
 
 /** Dense in everything the indexer must find, so that a small chain covers every case. */
 export const testChainParams: ChainParams = {

@@ -1,0 +1,206 @@
+import { measureFloor, sweepFloor, type FloorResult, type Sweep } from '../chain/floor.js'
+import type { ChainTruth } from '../chain/truth.js'
+import type { ProfileSpec } from '../chain/node-profiles.js'
+import type { ReplayProcess } from '../chain/replay-process.js'
+import type { CpuSeconds } from './cpu.js'
+import { runBackfill, type PipelineRun, type PipelineSettings } from './pipeline-run.js'
+import { fmt, printTable, ratio } from './report.js'
+import { median } from './stats.js'
+
+/**
+ * One backfill case: a chain served by the replay node on one profile. The
+ * floor is the best plain client of a sweep on that same node, in the same
+ * run (batch sizes × requests in flight ranked on a sample of blocks, the
+ * best few fetching the whole chain, the fastest of them kept); then each
+ * round measures the pipeline on its defaults and that floor, alternating
+ * which goes first, plus the indexer's RPC client alone as a diagnostic.
+ */
+export type CaseSpec = {
+  label: string
+  profile: ProfileSpec
+  /** The floor asks every block's receipts too (a dense chain: most transactions need their outcome). */
+  receipts: boolean
+  sampleBlocks: number
+  batchSizes: readonly number[]
+  concurrencies: readonly number[]
+  finalists: number
+  reps: number
+  timeoutMs: number
+  settings: PipelineSettings
+  cpuProfileDir?: string | undefined
+}
+
+type NodeCost = { seconds: number; modelledBusySeconds: number }
+type Round = { floor: FloorResult; floorNode: NodeCost; rpcClient: FloorResult; pipeline: PipelineRun; ratio: number }
+
+const MiB = 2 ** 20
+const perSecond = (count: number, ms: number) => (count / ms) * 1000
+const perMillion = (seconds: number, transactions: number) => (seconds * 1e6) / transactions
+const nodeSecondsOf = (run: PipelineRun) => run.nodeCost.processCpuSeconds + run.nodeCost.modelledBusySeconds
+
+/** A floor run with what the node spent serving it (its process's CPU plus a modelled thread's busy time). */
+async function floorWithNodeCost(replay: ReplayProcess, run: () => Promise<FloorResult>): Promise<{ floor: FloorResult; node: NodeCost }> {
+  await replay.resetStats()
+  const floor = await run()
+  const stats = await replay.stats()
+  return { floor, node: { seconds: (stats.processCpuMs + stats.modelledBusyMs) / 1000, modelledBusySeconds: stats.modelledBusyMs / 1000 } }
+}
+
+function printSweep(label: string, sweep: Sweep, sampleBlocks: number): void {
+  const batchSizes = [...new Set(sweep.ranked.map((point) => point.batchSize))].sort((a, b) => a - b)
+  const concurrencies = [...new Set(sweep.ranked.map((point) => point.concurrency))].sort((a, b) => a - b)
+  const at = (batchSize: number, concurrency: number) => sweep.ranked.find((p) => p.batchSize === batchSize && p.concurrency === concurrency)
+  printTable(
+    `${label}: plain client sweep, tx/s over the first ${fmt(sampleBlocks)} blocks (429s in brackets); whole chain: ` +
+      sweep.finalists.map((p) => `b${p.batchSize}×c${p.concurrency} ${fmt(p.txPerSecond)}`).join(', ') +
+      `; floor at batch ${sweep.batchSize} × ${sweep.concurrency} in flight`,
+    ['batch \\ in flight', ...concurrencies.map(String)],
+    batchSizes.map((batchSize) => [
+      String(batchSize),
+      ...concurrencies.map((concurrency) => {
+        const point = at(batchSize, concurrency)
+        return point ? `${fmt(point.txPerSecond)}${point.refused > 0 ? ` (${point.refused})` : ''}` : ''
+      }),
+    ]),
+  )
+}
+
+export async function measureCase(replay: ReplayProcess, truth: ChainTruth, spec: CaseSpec) {
+  await replay.setProfile(spec.profile)
+  await replay.release({ head: truth.lastBlock })
+  const sweepStarted = performance.now()
+  const sweep = await sweepFloor({
+    url: replay.url,
+    from: 1,
+    to: truth.lastBlock,
+    sampleBlocks: spec.sampleBlocks,
+    batchSizes: spec.batchSizes,
+    concurrencies: spec.concurrencies,
+    finalists: spec.finalists,
+    receipts: spec.receipts,
+  })
+  printSweep(spec.label, sweep, spec.sampleBlocks)
+  process.stdout.write(`${spec.label}: sweep took ${fmt((performance.now() - sweepStarted) / 1000, 1)} s\n`)
+  const floor = async (client: 'raw' | 'indexer-rpc') => {
+    await replay.release({ head: truth.lastBlock })
+    return floorWithNodeCost(replay, () =>
+      measureFloor({ url: replay.url, from: 1, to: truth.lastBlock, batchSize: sweep.batchSize, concurrency: sweep.concurrency, client, receipts: spec.receipts }),
+    )
+  }
+  const rounds: Round[] = []
+  for (let round = 0; round < spec.reps; round++) {
+    const pipeline = () =>
+      runBackfill({
+        label: `${spec.label.replace(/\W+/g, '-')}-${round}`,
+        replay,
+        truth,
+        settings: spec.settings,
+        timeoutMs: spec.timeoutMs,
+        ...(spec.cpuProfileDir && round === 0 && { cpuProfileDir: spec.cpuProfileDir }),
+      })
+    // alternate which runs first, so neither always gets the warmer page cache
+    const [floorRun, pipelineRun] = round % 2 === 0 ? [await floor('raw'), await pipeline()] : await pipeline().then(async (p) => [await floor('raw'), p] as const)
+    const pipelineTx = perSecond(pipelineRun.transactions, pipelineRun.ms)
+    const floorTx = perSecond(floorRun.floor.transactions, floorRun.floor.ms)
+    process.stdout.write(
+      `${spec.label} round ${round + 1}: pipeline ${fmt(pipelineTx)} tx/s in ${fmt(pipelineRun.ms / 1000, 2)} s ` +
+        `(totals ${pipelineRun.verification.equal ? 'equal to' : 'DIFFERENT from'} ground truth; transport settled at block batch ` +
+        `${pipelineRun.transport.blockBatchSize ?? '?'}, ${pipelineRun.transport.concurrencyLimit ?? '?'} allowed in flight), ` +
+        `floor ${fmt(floorTx)} tx/s, ratio ${ratio(pipelineTx / floorTx)}\n`,
+    )
+    const rpcClient = (await floor('indexer-rpc')).floor
+    rounds.push({ floor: floorRun.floor, floorNode: floorRun.node, rpcClient, pipeline: pipelineRun, ratio: pipelineTx / floorTx })
+  }
+  return summarise(spec, truth, sweep, rounds)
+}
+
+function summarise(spec: CaseSpec, truth: ChainTruth, sweep: Sweep, rounds: Round[]) {
+  const transactions = truth.transactions
+  const medianOf = (pick: (round: Round) => number) => median(rounds.map(pick))
+  const pipelineTx = medianOf((r) => perSecond(r.pipeline.transactions, r.pipeline.ms))
+  const floorTx = medianOf((r) => perSecond(r.floor.transactions, r.floor.ms))
+  const rpcClientTx = medianOf((r) => perSecond(r.rpcClient.transactions, r.rpcClient.ms))
+  const medianRatio = medianOf((r) => r.ratio)
+  const settled = {
+    blockBatchSize: medianOf((r) => r.pipeline.transport.blockBatchSize ?? Number.NaN),
+    concurrencyLimit: medianOf((r) => r.pipeline.transport.concurrencyLimit ?? Number.NaN),
+    inFlight: medianOf((r) => r.pipeline.transport.inFlight ?? Number.NaN),
+  }
+  const cpu: CpuSeconds = {
+    daemon: medianOf((r) => r.pipeline.cpu.daemon),
+    postgres: medianOf((r) => r.pipeline.cpu.postgres),
+    node: medianOf((r) => r.pipeline.cpu.node),
+    bench: medianOf((r) => r.pipeline.cpu.bench),
+  }
+  const nodePerMillion = { daemon: perMillion(medianOf((r) => nodeSecondsOf(r.pipeline)), transactions), floor: perMillion(medianOf((r) => r.floorNode.seconds), transactions) }
+  const peakRss = Math.max(...rounds.map((r) => r.pipeline.peakRssBytes))
+  const allEqual = rounds.every((r) => r.pipeline.verification.equal)
+  const microsPerRow = (seconds: number) => (truth.attributionRows > 0 ? fmt((seconds * 1e6) / truth.attributionRows, 1) : '—')
+  printTable(
+    `${spec.label}: ${fmt(transactions)} transactions, ${fmt(truth.attributionRows)} attribution rows, node profile ${spec.profile.name}, median of ${spec.reps}`,
+    ['variant', 'tx/s', 'seconds', 'notes'],
+    [
+      [
+        'pipeline on defaults (follower + workers + Postgres)',
+        fmt(pipelineTx),
+        fmt(medianOf((r) => r.pipeline.ms) / 1000, 2),
+        `settled at block batch ${settled.blockBatchSize}, ${settled.concurrencyLimit} allowed / ${settled.inFlight} in flight; peak RSS ${fmt(peakRss / MiB)} MiB`,
+      ],
+      [
+        `floor: raw HTTP client + JSON.parse${spec.receipts ? ' (blocks + block receipts)' : ''} at its best point`,
+        fmt(floorTx),
+        fmt(medianOf((r) => r.floor.ms) / 1000, 2),
+        `batch ${sweep.batchSize}, ${sweep.concurrency} in flight`,
+      ],
+      ["same blocks through the indexer's RPC client (diagnostic)", fmt(rpcClientTx), fmt(medianOf((r) => r.rpcClient.ms) / 1000, 2), 'transport + scanner, no receipts, queue or database'],
+      ['ratio pipeline / floor (median of per-round ratios)', ratio(medianRatio), '', rounds.map((r) => ratio(r.ratio)).join(' ')],
+    ],
+  )
+  printTable(
+    `${spec.label}: where the CPU went during the pipeline's measured window (medians)`,
+    ['process', 'CPU s', 'per 1M tx', 'µs per attribution row'],
+    [
+      ['daemon (indexer)', fmt(cpu.daemon, 2), fmt(perMillion(cpu.daemon, transactions), 2), microsPerRow(cpu.daemon)],
+      ['PostgreSQL backends of its database', fmt(cpu.postgres, 2), fmt(perMillion(cpu.postgres, transactions), 2), microsPerRow(cpu.postgres)],
+      ['replay node process', fmt(cpu.node, 2), fmt(perMillion(cpu.node, transactions), 2), microsPerRow(cpu.node)],
+      ['bench (progress polls)', fmt(cpu.bench, 2), fmt(perMillion(cpu.bench, transactions), 2), microsPerRow(cpu.bench)],
+      [`node cost, daemon's requests${spec.profile.name === 'serial' ? ' (incl. modelled thread)' : ''}`, '', fmt(nodePerMillion.daemon, 2), ''],
+      [`node cost, the floor's requests${spec.profile.name === 'serial' ? ' (incl. modelled thread)' : ''}`, '', fmt(nodePerMillion.floor, 2), ''],
+    ],
+  )
+  // a backfill that indexes wrong totals is broken, whatever its speed: the bench fails
+  if (!allEqual) throw new Error(`${spec.label}: totals DIFFERENT from the ground truth: ${rounds.find((r) => !r.pipeline.verification.equal)!.pipeline.verification.mismatches.join('; ')}`)
+  return {
+    label: spec.label,
+    profile: spec.profile,
+    transactions,
+    attributionRows: truth.attributionRows,
+    pipelineTxPerSecond: pipelineTx,
+    floorTxPerSecond: floorTx,
+    floorPoint: { batchSize: sweep.batchSize, concurrency: sweep.concurrency, receipts: spec.receipts },
+    sweep,
+    indexerRpcClientTxPerSecond: rpcClientTx,
+    ratio: medianRatio,
+    ratios: rounds.map((r) => r.ratio),
+    settled,
+    cpuSeconds: cpu,
+    nodeCpuSecondsPerMillionTx: nodePerMillion,
+    peakRssMiB: peakRss / MiB,
+    verified: allEqual,
+    rounds: rounds.map((r) => ({
+      pipelineMs: r.pipeline.ms,
+      floorMs: r.floor.ms,
+      floorRefused: r.floor.refused,
+      rpcClientMs: r.rpcClient.ms,
+      ratio: r.ratio,
+      transport: r.pipeline.transport,
+      rpc: r.pipeline.rpc,
+      cpu: r.pipeline.cpu,
+      nodeCost: r.pipeline.nodeCost,
+      floorNode: r.floorNode,
+      profileWindow: r.pipeline.profileWindow,
+    })),
+  }
+}
+
+export type CaseResult = Awaited<ReturnType<typeof measureCase>>

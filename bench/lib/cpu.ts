@@ -1,0 +1,76 @@
+import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import type postgres from 'postgres'
+
+/**
+ * Where a run's CPU seconds went, process by process, read from /proc (user
+ * + system time): the indexer (daemon), the PostgreSQL backends serving the
+ * bench's database (all of them together; the server is shared with other
+ * work, so only those connected to this database count), the replay node
+ * and the bench process itself. Backends come and go, so the meter is
+ * sampled during the run and keeps the last figure seen for each.
+ */
+export type CpuSeconds = { daemon: number; postgres: number; node: number; bench: number }
+
+const ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100
+
+/** CPU seconds a live process has spent so far, or undefined once it is gone. */
+export function cpuSecondsOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // the command name may hold spaces: the fields start after its closing parenthesis
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond
+  } catch {
+    return undefined
+  }
+}
+
+const ownCpuSeconds = () => {
+  const usage = process.cpuUsage()
+  return (usage.user + usage.system) / 1e6
+}
+
+export function createCpuMeter(options: { daemonPid: number; nodePid: number; sql: postgres.Sql; databaseName: string }) {
+  const atStart = new Map<number, number>()
+  const lastSeen = new Map<number, number>()
+  const backends = new Set<number>()
+  let benchAtStart = 0
+  let benchAtEnd = 0
+
+  async function backendPids(): Promise<number[]> {
+    const rows = await options.sql<Array<{ pid: number }>>`
+      select pid from pg_stat_activity where datname = ${options.databaseName} and pid <> pg_backend_pid()`
+    return rows.map((row) => row.pid)
+  }
+
+  function see(pid: number, start: boolean) {
+    const seconds = cpuSecondsOf(pid)
+    if (seconds === undefined) return
+    if (start) atStart.set(pid, seconds)
+    lastSeen.set(pid, seconds)
+  }
+
+  async function look(start: boolean) {
+    for (const pid of await backendPids()) backends.add(pid)
+    for (const pid of [options.daemonPid, options.nodePid, ...backends]) see(pid, start)
+  }
+
+  const spent = (pid: number) => (lastSeen.get(pid) ?? 0) - (atStart.get(pid) ?? 0)
+
+  return {
+    async start() {
+      benchAtStart = ownCpuSeconds()
+      await look(true)
+    },
+    /** Call now and then during the run: a backend that exits keeps the figure of its last sample. */
+    sample: () => look(false),
+    async stop(): Promise<CpuSeconds> {
+      await look(false)
+      benchAtEnd = ownCpuSeconds()
+      let postgresSeconds = 0
+      for (const pid of backends) postgresSeconds += spent(pid)
+      return { daemon: spent(options.daemonPid), postgres: postgresSeconds, node: spent(options.nodePid), bench: benchAtEnd - benchAtStart }
+    },
+  }
+}
