@@ -1,6 +1,8 @@
 import Fastify, { type FastifyInstance } from 'fastify'
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createClientSlots } from '../../src/http/client-slots.js'
+import { createRefusalCounter } from '../../src/http/refusals.js'
 import { streamRoutes } from '../../src/http/routes/stream.js'
 import type { AttributionEvent } from '../../src/store/events.js'
 import type { StreamHub, Subscriber } from '../../src/stream/hub.js'
@@ -30,7 +32,7 @@ beforeAll(async () => {
   app = Fastify()
   app.setValidatorCompiler(validatorCompiler)
   app.setSerializerCompiler(serializerCompiler)
-  await app.register(streamRoutes, { hub, retryMs: 2_000 })
+  await app.register(streamRoutes, { hub, retryMs: 2_000, perClient: createClientSlots(100), maxPerClient: 100, refusals: createRefusalCounter(undefined) })
   url = await app.listen({ host: '127.0.0.1', port: 0 })
 })
 
