@@ -13,30 +13,34 @@ export function fieldColumns<Row>(...names: Array<keyof Row & string>): CsvColum
 /**
  * Where a spreadsheet starts a new cell when it opens a CSV: a comma
  * (RFC 4180), a semicolon (Excel in most European locales), a tab (pasted or
- * imported as TSV), or a line break. A text cell holding any of them is
- * quoted, so every reader sees it as one cell.
+ * imported as TSV), or a line break. A text cell holding any of them, or a
+ * quote, is quoted.
  */
-const SPLITS_A_CELL = /[",;\t\r\n]/
+const NEEDS_QUOTES = /[",;\t\r\n]/
 
 /**
- * Text a spreadsheet reads as a formula: starting (after spaces, which some
- * trim) with = + - @ or their full-width forms, or with a tab or line break.
+ * A formula character (= + - @, or their full-width forms) where any of those
+ * readers could start a cell: at the text's start, or after a separator or
+ * line break inside it — quotes do not protect there, because a reader
+ * splitting on `;` sees our `,`-file's quotes only when they open one of *its*
+ * cells — after any spaces and quotes (some readers trim spaces; a quoted
+ * formula is still a formula).
  */
-const STARTS_A_FORMULA = /^(?:[ ]*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20]|[\t\r\n])/
+const FORMULA_WHERE_A_CELL_STARTS = /(^|[,;\t\r\n])([ "]*)([=+\-@\uFF1D\uFF0B\uFF0D\uFF20])/g
 
 /**
- * One cell. Codes and registries are written by anyone onchain: a text cell
- * that could start a formula is defused with a leading `'` (shown as text,
- * never evaluated) and quoted; a text cell holding a quote or any reader's
- * separator is quoted. `x;=cmd|' /C calc'!A0;` reaches a `;` reader as one
- * cell, not as `x` and `=cmd|…`. Numbers and booleans are written as they are.
+ * One cell. Codes and registries are written by anyone onchain. In a text
+ * cell every formula character where a cell could start gets a `'` in front
+ * (shown as text, never evaluated), and the cell is quoted if it holds a
+ * separator or a quote: `x;=cmd|' /C calc'!A0;` is written `"x;'=cmd|' /C calc'!A0;"`,
+ * which no reader splitting on `,` `;` or tab evaluates. Numbers and booleans
+ * are written as they are.
  */
 export function csvCell(value: Cell): string {
   if (value === null || value === undefined) return ''
   if (typeof value !== 'string') return String(value)
-  const defused = STARTS_A_FORMULA.test(value)
-  const text = defused ? `'${value}` : value
-  return defused || SPLITS_A_CELL.test(text) ? `"${text.replaceAll('"', '""')}"` : text
+  const text = value.replace(FORMULA_WHERE_A_CELL_STARTS, "$1$2'$3")
+  return NEEDS_QUOTES.test(text) || text !== value ? `"${text.replaceAll('"', '""')}"` : text
 }
 
 export function toCsv<Row>(columns: readonly CsvColumn<Row>[], rows: readonly Row[]): string {

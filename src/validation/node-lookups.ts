@@ -43,6 +43,7 @@ export function createNodeLookups<T>(options: NodeLookupOptions) {
   const maxMisses = options.maxMisses ?? DEFAULT_MAX_MISSES
   const misses = new Map<string, { message: string; until: number }>()
   const inFlight = new Map<string, Promise<T>>()
+  const admitting = new Map<string, Promise<void>>()
 
   function recentMiss(key: string): HashNotFoundError | undefined {
     const miss = misses.get(key)
@@ -76,16 +77,27 @@ export function createNodeLookups<T>(options: NodeLookupOptions) {
   /**
    * The node's answer for `key`: a remembered miss, the lookup already in
    * flight for it, or — once `admit` lets it through — a new lookup in turn.
+   * Requests for a key whose first request is still being admitted wait for
+   * that admission: admitted, they share its lookup; refused (that client's
+   * budget, not theirs), each is admitted on its own.
    */
   async function run(key: string, admit: () => Promise<void>, lookup: () => Promise<T>): Promise<T> {
-    const miss = recentMiss(key)
-    if (miss) throw miss
-    const running = inFlight.get(key)
-    if (running) return running
-    await admit()
-    // admission awaited: another request may have started the same lookup meanwhile
-    const started = inFlight.get(key)
-    if (started) return started
+    for (;;) {
+      const miss = recentMiss(key)
+      if (miss) throw miss
+      const running = inFlight.get(key)
+      if (running) return running
+      const pending = admitting.get(key)
+      if (!pending) break
+      await pending
+    }
+    const admission = admit()
+    admitting.set(key, admission.then(() => undefined, () => undefined))
+    try {
+      await admission
+    } finally {
+      admitting.delete(key)
+    }
     const promise = ask(key, lookup).finally(() => inFlight.delete(key))
     inFlight.set(key, promise)
     return promise
