@@ -102,7 +102,7 @@ async function findUserOperationEvent({ chain, hash }: Lookup, window: number): 
     toBlock = fromBlock - 1
   }
   const searchedFrom = toBlock + 1
-  const why = searchedFrom > lowest ? `after ${MAX_LOG_QUERIES} log queries (the node accepts ${chain.logRange} blocks per query)` : `(VALIDATE_LOG_WINDOW=${window})`
+  const why = searchedFrom > lowest ? `after ${MAX_LOG_QUERIES} log queries (the node's log range is now ${chain.logRange} blocks)` : `(VALIDATE_LOG_WINDOW=${window})`
   throw new HashNotFoundError(
     `UserOperation ${hash} not found on chain ${chain.chainId}: no UserOperationEvent in the last ${head - searchedFrom + 1} blocks ` +
       `(${searchedFrom}…${head}); the search gave up there ${why}`,
