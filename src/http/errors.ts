@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod'
@@ -119,10 +119,26 @@ export function createClientErrorHandler(onTimeout: () => void = () => {}) {
 /**
  * A client that closed its connection before its request arrived whole (an
  * upload cut off): Node fails the body's stream with ECONNRESET "aborted".
- * That is the client's doing, not a dependency's, and nobody is left to answer.
+ * That is the client's doing, not a dependency's, and nobody is left to
+ * answer. It is logged once, by logClientAborts, whatever stage the request
+ * had reached.
  */
 export function isClientAbort(error: { code?: unknown; message?: unknown }, request: FastifyRequest): boolean {
   return request.raw.aborted === true && (error.code === 'ECONNRESET' || error.message === 'aborted')
+}
+
+/**
+ * Logs at debug, and counts, every request whose client closed the
+ * connection before the request arrived whole — in a hook, a body being read
+ * or a handler (Fastify's onRequestAbort; a body read that fails also reaches
+ * the error handler above, which answers nobody and logs nothing). A request
+ * cut off before its body is read never reaches the error handler at all.
+ */
+export function logClientAborts(app: FastifyInstance, onAbort: () => void) {
+  app.addHook('onRequestAbort', async (request) => {
+    onAbort()
+    request.log.debug({ method: request.method, url: request.url.split('?')[0] }, 'client aborted its request')
+  })
 }
 
 /** Errors that are the client's: a 4xx Fastify raised (body parsing, size, media type) or a failed schema. */
@@ -137,7 +153,6 @@ function isClientError(error: FastifyError): boolean {
  */
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   if (isClientAbort(error, request)) {
-    request.log.debug({ err: error.message }, 'client aborted its request')
     return reply.code(400).send(errorBody('client_aborted', 'request: the client closed the connection before sending it whole'))
   }
   const mapped = domainErrorToHttp(error)

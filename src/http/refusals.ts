@@ -31,7 +31,11 @@ export const REFUSAL_LIMITS = [
 
 export type RefusalLimit = (typeof REFUSAL_LIMITS)[number]
 
-/** Counts refusals by limit; every limit starts at 0 so a scrape shows the whole set. Without a registry the counts are kept but not served. */
+/**
+ * Counts refusals by limit (every limit starts at 0 so a scrape shows the
+ * whole set), and client aborts. Without a registry the counts are kept but
+ * not served.
+ */
 export function createRefusalCounter(registry: Registry | undefined) {
   const counter = new Counter({
     name: 'http_limit_refusals_total',
@@ -40,8 +44,14 @@ export function createRefusalCounter(registry: Registry | undefined) {
     registers: [registry ?? new Registry()],
   })
   for (const limit of REFUSAL_LIMITS) counter.inc({ limit }, 0)
+  const aborts = new Counter({
+    name: 'http_client_aborts_total',
+    help: 'Requests whose client closed the connection before sending them whole (logged at debug, never as an outage)',
+    registers: [registry ?? new Registry()],
+  })
   return {
     refused: (limit: RefusalLimit) => counter.inc({ limit }),
+    clientAborted: () => aborts.inc(),
     /** The count of one limit so far (tests and logs). */
     count: async (limit: RefusalLimit) => (await counter.get()).values.find((value) => value.labels.limit === limit)?.value ?? 0,
   }

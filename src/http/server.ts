@@ -16,7 +16,7 @@ import type { Logger } from '../logger.js'
 import type { Redis } from '../redis/client.js'
 import type { DeliveryQueue } from '../notifications/delivery-queue.js'
 import { createRegistry, type Registry } from '../registry/register.js'
-import { createClientErrorHandler, errorBody, errorHandler, frameworkErrorHandler } from './errors.js'
+import { createClientErrorHandler, errorBody, errorHandler, frameworkErrorHandler, logClientAborts } from './errors.js'
 import { trustProxyFunction } from './client.js'
 import { createClientSlots, limitConnectionsPerClient } from './client-slots.js'
 import { createRefusalCounter } from './refusals.js'
@@ -100,6 +100,8 @@ export async function createServer(deps: ServerDeps): Promise<Server> {
     reply.hijack()
     request.raw.socket.destroy()
   })
+
+  logClientAborts(app, refusals.clientAborted)
 
   // before any route: what a request may cost, and what each did
   limitBodies(app, config.BODY_LIMIT)

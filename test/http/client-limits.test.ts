@@ -193,6 +193,8 @@ describe('errors a client causes are the client’s', () => {
     upload.socket.destroy()
     await expect.poll(() => lines.find((line) => line.msg === 'client aborted its request')?.level, { timeout: 10_000 }).toBe(20)
     expect(lines.filter((line) => line.level >= 50 || /dependency unavailable/.test(line.msg))).toEqual([])
+    expect(lines.filter((line) => line.msg === 'client aborted its request')).toHaveLength(1)
+    expect((await request(`${api.url}/metrics`)).body).toMatch(/^http_client_aborts_total 1$/m)
   })
 
   it.each([
