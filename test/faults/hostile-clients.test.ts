@@ -279,7 +279,8 @@ describe('9. Hostile clients', () => {
 
   it('uploads cut off mid-body are counted as client aborts, never logged as an outage', async () => {
     await attack('uploads cut off from one IP', async (keepGoing) => {
-      const incoming = () => logLines().filter((line) => line.msg === 'incoming request' && line.req?.url === '/v1/agents/builder-codes').length
+      // a route whose limit applies after its body is read: every upload here is cut off mid-body, none refused first
+      const incoming = () => logLines().filter((line) => line.msg === 'incoming request' && line.req?.url === '/v1/attribution/validate').length
       const aborts = async () => Number(/^http_client_aborts_total (\d+)$/m.exec((await request(`${service.url}/metrics`)).body as string)?.[1])
       const errorsBefore = logLines().filter((line) => line.level >= 50).length
       const abortsBefore = await aborts()
@@ -287,7 +288,7 @@ describe('9. Hostile clients', () => {
       do {
         const incomingBefore = incoming()
         const batch = Array.from({ length: 50 }, () =>
-          rawConnection(service.url, '127.0.0.6', 'POST /v1/agents/builder-codes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"wallet":'),
+          rawConnection(service.url, '127.0.0.6', 'POST /v1/attribution/validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"type":'),
         )
         // the server is on each request once it logged it; then the clients go away
         await until('the server on every upload', () => incoming() - incomingBefore >= 50, 30_000)
