@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { loadavg } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Attribution } from 'ox/erc8021'
 import type { Address } from 'viem'
@@ -159,7 +160,7 @@ async function attack(name: string, run: (keepGoing: () => boolean) => Promise<R
   appendTruth(truth, await sendMixedTraffic(chain, { transactions: 40, blocks: 2 }))
   const head = await indexedThroughHead()
   const ok = probe.errors === 0 && probe.p99Ms < 50
-  report.record({ trial: ++trialCount, lost: 0, doubled: 0, fiveXX: 0, ok, durationMs: Date.now() - started, details: { attack: name, probe, idleFloor, indexedThrough: head, ...result } })
+  report.record({ trial: ++trialCount, lost: 0, doubled: 0, fiveXX: 0, ok, durationMs: Date.now() - started, details: { attack: name, probe, idleFloor, loadAverage: loadavg()[0], indexedThrough: head, ...result } })
   expect(probe.errors).toBe(0)
   expect(probe.requests).toBeGreaterThan(100)
   expect(probe.p99Ms).toBeLessThan(50)
