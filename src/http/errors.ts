@@ -130,9 +130,9 @@ export function isClientAbort(error: { code?: unknown; message?: unknown }, requ
 /**
  * Logs at debug, and counts, every request whose client closed the
  * connection before the request arrived whole — in a hook, a body being read
- * or a handler (Fastify's onRequestAbort; a body read that fails also reaches
- * the error handler above, which answers nobody and logs nothing). A request
- * cut off before its body is read never reaches the error handler at all.
+ * or a handler (Fastify's onRequestAbort). A body read that fails also
+ * reaches errorHandler below, which answers nobody and logs nothing; a
+ * request cut off before its body is read never reaches it at all.
  */
 export function logClientAborts(app: FastifyInstance, onAbort: () => void) {
   app.addHook('onRequestAbort', async (request) => {
