@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Attribution } from 'ox/erc8021'
@@ -159,8 +160,9 @@ async function attack(name: string, run: (keepGoing: () => boolean) => Promise<R
   const { probe, result } = await probeHealthz(service.url, async () => {
     // a scrape resets the server's event-loop delay histogram: the next one reads the attack's alone
     await eventLoopDelay()
+    const cpuBefore = serverCpuMs()
     const outcome = await run(() => Date.now() - started < MIN_ATTACK_MS)
-    return { ...outcome, serverEventLoopDelay: await eventLoopDelay() }
+    return { ...outcome, serverCpuMs: serverCpuMs() - cpuBefore, serverEventLoopDelay: await eventLoopDelay() }
   })
   appendTruth(truth, await sendMixedTraffic(chain, { transactions: 40, blocks: 2 }))
   const head = await indexedThroughHead()
@@ -169,6 +171,13 @@ async function attack(name: string, run: (keepGoing: () => boolean) => Promise<R
   expect(probe.errors).toBe(0)
   expect(probe.requests).toBeGreaterThan(100)
   expect(probe.p99Ms).toBeLessThan(50)
+}
+
+/** CPU the service process has used so far (user + system, every thread), from /proc: what an attack cost it. */
+function serverCpuMs(): number {
+  const fields = readFileSync(`/proc/${service.role.child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+  // utime and stime, fields 14 and 15 of stat, in clock ticks (100 per second on Linux)
+  return (Number(fields[11]) + Number(fields[12])) * 10
 }
 
 /** The server's own event-loop delay (p99 and max, ms) since the previous scrape: its view, apart from the machine's scheduling of the probe. */
