@@ -1,4 +1,5 @@
 import type { Sql } from '../db/client.js'
+import { InvalidCursorError } from '../contract/cursor-error.js'
 import { codeAttributionPage, type KeysetPosition } from '../store/attributions.js'
 
 export const DEFAULT_ATTRIBUTIONS_LIMIT = 50
@@ -32,23 +33,28 @@ export type AttributionItem = {
 
 export type AttributionPage = { code: string; attributions: AttributionItem[]; nextCursor?: string }
 
-/** Thrown for a cursor this service did not hand out. */
-export class InvalidCursorError extends Error {
-  override name = 'InvalidCursorError'
-}
-
 /** The keyset position of the last row of a page: opaque to clients, but plain data (no secret needed: it grants nothing). */
 function encodeCursor(position: KeysetPosition): string {
   return Buffer.from(`${position.time}|${position.id}`).toString('base64url')
 }
 
+/** A block time as encodeCursor writes it: ISO 8601 in UTC with milliseconds and a four-digit year. */
+const CURSOR_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+
+/**
+ * The position of a cursor encodeCursor wrote, or InvalidCursorError. Only
+ * its own spelling is accepted: a time JavaScript reads but PostgreSQL does
+ * not (`+275760-09-13T…`, a year past 9999) would otherwise reach the query
+ * and fail there (22009) as a 500.
+ */
 function decodeCursor(cursor: string): KeysetPosition {
   const [time, id, ...rest] = Buffer.from(cursor, 'base64url').toString('utf8').split('|')
   const parsedId = Number(id)
-  if (rest.length > 0 || !time || Number.isNaN(Date.parse(time)) || !Number.isSafeInteger(parsedId) || parsedId < 1) {
-    throw new InvalidCursorError('is not a cursor this service returned')
+  const canonicalTime = time !== undefined && CURSOR_TIME.test(time) && !Number.isNaN(Date.parse(time)) && new Date(time).toISOString() === time
+  if (rest.length > 0 || !canonicalTime || id !== String(parsedId) || !Number.isSafeInteger(parsedId) || parsedId < 1) {
+    throw new InvalidCursorError()
   }
-  return { time: new Date(time).toISOString(), id: parsedId }
+  return { time, id: parsedId }
 }
 
 /** Block explorers of well-known chains; `explorerUrl` in CHAINS overrides or adds. Local devnets have none. */

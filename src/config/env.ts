@@ -3,6 +3,7 @@ import { z } from 'zod'
 import { chainsFromEnv, type ChainConfig } from './chains.js'
 
 import { ConfigError } from './errors.js'
+import { validateRpcUrlSchema } from './validate-rpc.js'
 
 export { ConfigError }
 
@@ -62,6 +63,29 @@ const envSchema = z.object({
   RATE_LIMIT_MAX: positiveInt.default(20),
   RATE_LIMIT_WINDOW_MS: positiveInt.default(60_000),
 
+  // --- per-client limits of the API (README: "Limits per client") ---
+  /** Time for a request's headers, and for the whole request (body included), to arrive; then 408 and the connection closes. */
+  HTTP_HEADERS_TIMEOUT_MS: positiveInt.default(10_000),
+  HTTP_REQUEST_TIMEOUT_MS: positiveInt.default(30_000),
+  /** Connections one client IP (IPv6 /64) holds open at once; a trusted proxy's are not counted. */
+  HTTP_MAX_CONNECTIONS_PER_IP: positiveInt.default(256),
+  /** Attribution streams one client IP holds open at once (429 beyond). */
+  STREAM_MAX_SUBSCRIBERS_PER_IP: positiveInt.default(10),
+  /** Builder-code registrations per client IP per window (429 beyond). */
+  REGISTER_RATE_LIMIT_MAX: positiveInt.default(100),
+  REGISTER_RATE_LIMIT_WINDOW_MS: positiveInt.default(60_000),
+  /** Validations that ask the node (not in the index, not a recent miss) per client IP per window (429 beyond). */
+  VALIDATE_RATE_LIMIT_MAX: positiveInt.default(30),
+  VALIDATE_RATE_LIMIT_WINDOW_MS: positiveInt.default(60_000),
+  /** Validations that ask the node per window (VALIDATE_RATE_LIMIT_WINDOW_MS), all clients together (503 beyond). */
+  VALIDATE_RPC_MAX: positiveInt.default(600),
+  /** Validations asking the node at once per API process; a few more wait, the rest get 503. */
+  VALIDATE_RPC_CONCURRENCY: positiveInt.default(4),
+  /** How long a hash the node did not know is answered 404 again without asking it (0 disables). */
+  VALIDATE_MISS_CACHE_MS: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must be >= 0').default(15_000),
+  /** The node validation asks, apart from the indexer's: a URL (one chain), or chainId=url pairs separated by commas. */
+  VALIDATE_RPC_URL: validateRpcUrlSchema.optional(),
+
   // --- indexer ---
   RPC_URL: urlWithProtocols(['http:', 'https:', 'ws:', 'wss:']).optional(),
   WS_URL: urlWithProtocols(['ws:', 'wss:']).optional(),
@@ -106,6 +130,11 @@ const envSchema = z.object({
   STREAM_HEARTBEAT_MS: positiveInt.default(15_000),
   /** How long start-up waits for PostgreSQL, Redis and each chain's RPC before exiting with status 78. */
   STARTUP_TIMEOUT_MS: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must be >= 0').default(30_000),
+}).superRefine((env, context) => {
+  // Node refuses a headers timeout longer than the request's
+  if (env.HTTP_HEADERS_TIMEOUT_MS > env.HTTP_REQUEST_TIMEOUT_MS) {
+    context.addIssue({ code: 'custom', path: ['HTTP_HEADERS_TIMEOUT_MS'], message: `must not exceed HTTP_REQUEST_TIMEOUT_MS (${env.HTTP_REQUEST_TIMEOUT_MS})` })
+  }
 })
 
 export type Env = z.infer<typeof envSchema>

@@ -1,28 +1,20 @@
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod'
 import { errorBody } from '../contract/error-body.js'
+import { domainErrorToHttp, routeFailureToHttp, type RouteFailure } from './domain-errors.js'
+import { HttpError } from './http-error.js'
 
 export { errorBody, errorBodySchema, type ErrorBody } from '../contract/error-body.js'
+export { badRequest, HttpError, notFound } from './http-error.js'
 
-/** An error that knows its HTTP status. Domain code throws these; the handler below renders them. */
-export class HttpError extends Error {
-  override name = 'HttpError'
-  constructor(
-    readonly statusCode: number,
-    readonly code: string,
-    message: string,
-    readonly field?: string,
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message)
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** What this route's unexpected failures mean to its clients (see RouteFailure); unset: a 500 or, for an outage, a 503. */
+    failure?: RouteFailure
   }
 }
-
-export const badRequest = (field: string, reason: string) =>
-  new HttpError(400, 'invalid_request', `${field}: ${reason}`, field)
-export const notFound = (message: string) => new HttpError(404, 'not_found', message)
 
 /** Default error codes for statuses Fastify itself raises (bad JSON, too large, wrong media type …). */
 const codeByStatus: Record<number, string> = {
@@ -99,29 +91,84 @@ export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequ
 /**
  * Requests Node's HTTP parser rejects before Fastify sees them (headers
  * over the size limit, malformed requests, a request that never finished
- * arriving): answered in the shared shape, then the connection is closed,
- * as Fastify's default handler does.
+ * arriving within HTTP_HEADERS_TIMEOUT_MS / HTTP_REQUEST_TIMEOUT_MS):
+ * answered in the shared shape, then the connection is closed, as Fastify's
+ * default handler does. `onTimeout` counts the requests that took too long.
  */
-export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket) {
-  if (error.code === 'ECONNRESET' || socket.destroyed) return
-  const [status, message] =
-    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+export function createClientErrorHandler(onTimeout: () => void = () => {}) {
+  return function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket) {
+    if (error.code === 'ECONNRESET' || socket.destroyed) return
+    const timedOut = error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+    if (timedOut) onTimeout()
+    const [status, message] = timedOut
       ? [408, 'request: not received in time']
       : error.code === 'HPE_HEADER_OVERFLOW'
         ? [431, 'headers: larger than the server accepts']
         : [400, 'request: not a valid HTTP request']
-  const body = JSON.stringify(errorBody(codeByStatus[status]!, message))
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    )
+    const body = JSON.stringify(errorBody(codeByStatus[status]!, message))
+    if (socket.writable) {
+      socket.write(
+        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      )
+    }
+    socket.destroy(error)
   }
-  socket.destroy(error)
 }
 
-/** Turns any thrown error into the shared body and a status code. */
+/**
+ * A client that closed its connection before its request arrived whole (an
+ * upload cut off): Node fails the body's stream with ECONNRESET "aborted".
+ * That is the client's doing, not a dependency's, and nobody is left to
+ * answer. It is logged once, by logClientAborts, whatever stage the request
+ * had reached.
+ */
+export function isClientAbort(error: { code?: unknown; message?: unknown }, request: FastifyRequest): boolean {
+  return request.raw.aborted === true && (error.code === 'ECONNRESET' || error.message === 'aborted')
+}
+
+/**
+ * Logs at debug, and counts, every request whose client closed the
+ * connection before the request arrived whole — in a hook, a body being read
+ * or a handler (Fastify's onRequestAbort). A body read that fails also
+ * reaches errorHandler below, which answers nobody and logs nothing; a
+ * request cut off before its body is read never reaches it at all.
+ */
+export function logClientAborts(app: FastifyInstance, onAbort: () => void) {
+  app.addHook('onRequestAbort', async (request) => {
+    onAbort()
+    request.log.debug({ method: request.method, url: request.url.split('?')[0] }, 'client aborted its request')
+  })
+}
+
+/** Errors that are the client's: a 4xx Fastify raised (body parsing, size, media type) or a failed schema. */
+function isClientError(error: FastifyError): boolean {
+  return hasZodFastifySchemaValidationErrors(error) || (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500)
+}
+
+/**
+ * The server's one error handler: every error of every route ends here.
+ * Domain errors become their status (domain-errors.ts); a route's unexpected
+ * failure becomes what its `config.failure` says; then the shared rendering.
+ */
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  if (isClientAbort(error, request)) {
+    return reply.code(400).send(errorBody('client_aborted', 'request: the client closed the connection before sending it whole'))
+  }
+  const mapped = domainErrorToHttp(error)
+  if (mapped) {
+    // the shared rendering logs 5xx HttpErrors; the cause says what actually failed
+    mapped.cause = error
+    return renderError(mapped as unknown as FastifyError, request, reply)
+  }
+  const failure = request.routeOptions?.config?.failure
+  if (failure && !(error instanceof HttpError) && !isClientError(error)) {
+    return renderError(routeFailureToHttp(failure, error) as unknown as FastifyError, request, reply)
+  }
+  return renderError(error, request, reply)
+}
+
+function renderError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   if (error instanceof HttpError) {
     if (error.statusCode >= 500) request.log.warn({ err: error }, error.message)
     return reply.code(error.statusCode).headers(error.headers).send(errorBody(error.code, error.message, error.field))

@@ -16,7 +16,11 @@ import type { Logger } from '../logger.js'
 import type { Redis } from '../redis/client.js'
 import type { DeliveryQueue } from '../notifications/delivery-queue.js'
 import { createRegistry, type Registry } from '../registry/register.js'
-import { clientErrorHandler, errorBody, errorHandler, frameworkErrorHandler } from './errors.js'
+import { createClientErrorHandler, errorBody, errorHandler, frameworkErrorHandler, logClientAborts } from './errors.js'
+import { trustProxyFunction } from './client.js'
+import { createClientSlots, limitConnectionsPerClient } from './client-slots.js'
+import { createRefusalCounter } from './refusals.js'
+import { createValidationBudget } from './validation-budget.js'
 import { createAnalytics } from '../analytics/analytics.js'
 import { analyticsRoutes } from './routes/analytics.js'
 import { createExplorerLookup } from '../analytics/attributions.js'
@@ -29,10 +33,11 @@ import { builderCodeRoutes } from './routes/builder-codes.js'
 import { dashboardRoutes } from './routes/dashboard.js'
 import { attributionRoutes } from './routes/attribution.js'
 import type { ChainEndpoint } from '../validation/chains.js'
+import { withValidationRpc } from '../validation/endpoints.js'
 import { createValidator } from '../validation/validate.js'
 import { healthRoutes } from './routes/health.js'
 import { adminRoutes } from './routes/admin.js'
-import { notificationRoutes } from './routes/notifications.js'
+import { notificationRoutes } from './routes/notifications/index.js'
 import { platformRoutes } from './routes/platform.js'
 import { metricsRoutes } from './routes/metrics.js'
 import { limitBodies, limitJsonDepth, measureRequests } from './guard.js'
@@ -55,32 +60,51 @@ export type ServerDeps = {
 
 export type Server = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, ZodTypeProvider>
 
-/** Parses Fastify's `trustProxy` from TRUST_PROXY: unset means trust nobody and use the socket address. */
-function trustProxySetting(value: string | undefined): boolean | string[] {
-  if (!value) return false
-  if (value === 'true') return true
-  // a hop count is accepted by Fastify (proxy-addr) although its types only list booleans and lists
-  if (/^\d+$/.test(value)) return Number(value) as unknown as boolean
-  return value.split(',').map((part) => part.trim())
-}
+/**
+ * How often Node looks for requests past their headers or request timeout.
+ * Its default (30 s) would let a slow client hold a connection up to 30 s
+ * past the timeout; the check walks the open connections, cheap at this pace.
+ */
+const TIMEOUT_CHECK_INTERVAL_MS = 1_000
 
 export async function createServer(deps: ServerDeps): Promise<Server> {
+  const { config } = deps
+  const refusals = createRefusalCounter(deps.metricsRegistry)
+  // one reading of TRUST_PROXY for request.ip and the connection cap
+  const trustProxy = trustProxyFunction(config.TRUST_PROXY)
   const app: Server = Fastify({
     loggerInstance: deps.logger.child({ component: 'http' }) as FastifyBaseLogger,
-    bodyLimit: deps.config.BODY_LIMIT,
-    trustProxy: trustProxySetting(deps.config.TRUST_PROXY),
+    bodyLimit: config.BODY_LIMIT,
+    trustProxy,
+    // a request that never finishes arriving (slow headers, a body declared longer than sent) is answered 408 and closed
+    requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
+    http: { headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS, connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS },
     // drain in-flight requests on close, answer new ones 503
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // router and HTTP-parser errors happen before any error handler runs: same body shape for them
     frameworkErrors: frameworkErrorHandler,
-    clientErrorHandler,
+    clientErrorHandler: createClientErrorHandler(() => refusals.refused('request_timeout')),
     // codes inside a suffix may be long; the route's own schema answers their length in the shared error shape
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1_000 },
   }).withTypeProvider<ZodTypeProvider>()
 
+  const connections = limitConnectionsPerClient(app.server, {
+    max: config.HTTP_MAX_CONNECTIONS_PER_IP,
+    trustProxy,
+    onRefused: () => refusals.refused('connections_per_client'),
+  })
+  // a request on a connection the cap refused (and already answered 429) is dropped before any work
+  app.addHook('onRequest', async (request, reply) => {
+    if (!connections.isRefused(request.raw.socket)) return
+    reply.hijack()
+    request.raw.socket.destroy()
+  })
+
+  logClientAborts(app, refusals.clientAborted)
+
   // before any route: what a request may cost, and what each did
-  limitBodies(app, deps.config.BODY_LIMIT)
+  limitBodies(app, config.BODY_LIMIT)
   limitJsonDepth(app)
   if (deps.metricsRegistry) measureRequests(app, deps.metricsRegistry)
 
@@ -117,22 +141,22 @@ export async function createServer(deps: ServerDeps): Promise<Server> {
   app.get('/openapi.json', { schema: { hide: true } }, async (_request, reply) => reply.type('application/json; charset=utf-8').send(openapiDocument()))
 
   const registry = deps.registry ?? createRegistry({ db: deps.db })
-  await app.register(healthRoutes, { db: deps.db, redis: deps.redis, stuckAfter: deps.config.STUCK_RANGE_ATTEMPTS })
+  await app.register(healthRoutes, { db: deps.db, redis: deps.redis, stuckAfter: config.STUCK_RANGE_ATTEMPTS })
   if (deps.metricsRegistry) await app.register(metricsRoutes, { registry: deps.metricsRegistry })
-  await app.register(builderCodeRoutes, { registry })
-  await app.register(notificationRoutes, { config: deps.config, db: deps.db, redis: deps.redis, deliveryQueue: deps.deliveryQueue })
-  await app.register(adminRoutes, { db: deps.db, adminToken: deps.config.ADMIN_TOKEN })
+  await app.register(builderCodeRoutes, { registry, config, redis: deps.redis, refusals })
+  await app.register(notificationRoutes, { config, db: deps.db, redis: deps.redis, refusals, deliveryQueue: deps.deliveryQueue })
+  await app.register(adminRoutes, { db: deps.db, adminToken: config.ADMIN_TOKEN })
   await app.register(platformRoutes, { config: deps.config, db: deps.db })
-  const chains = deps.chains ?? deps.config.chains
-  const analyticsCache = createReadCache({ ttlMs: deps.config.ANALYTICS_CACHE_MS })
+  const chains = deps.chains ?? config.chains
+  const analyticsCache = createReadCache({ ttlMs: config.ANALYTICS_CACHE_MS })
   const hub = createStreamHub({
     sql: deps.db.$client,
-    maxSubscribers: deps.config.STREAM_MAX_SUBSCRIBERS,
-    heartbeatMs: deps.config.STREAM_HEARTBEAT_MS,
+    maxSubscribers: config.STREAM_MAX_SUBSCRIBERS,
+    heartbeatMs: config.STREAM_HEARTBEAT_MS,
     logger: deps.logger.child({ component: 'stream' }),
     onChange: analyticsCache.invalidate,
   })
-  if (deps.config.ANALYTICS_CACHE_MS > 0) {
+  if (config.ANALYTICS_CACHE_MS > 0) {
     // the cache is only sound while commit notifications arrive; without them it still expires by its TTL
     hub.start().catch((error: Error) => deps.logger.warn({ err: error.message }, 'analytics cache: not listening for commits yet'))
   }
@@ -146,20 +170,31 @@ export async function createServer(deps: ServerDeps): Promise<Server> {
   await app.register(indexerStatusRoutes, {
     db: deps.db,
     chainIds: chains.map((chain) => chain.chainId).filter((id): id is number => id !== undefined),
-    stuckAfterAttempts: deps.config.STUCK_RANGE_ATTEMPTS,
+    stuckAfterAttempts: config.STUCK_RANGE_ATTEMPTS,
   })
   await app.register(dashboardRoutes)
   const validator = createValidator({
-    indexCacheMs: deps.config.VALIDATE_CACHE_MS,
+    indexCacheMs: config.VALIDATE_CACHE_MS,
     db: deps.db,
     registry,
-    chains,
-    rpcTimeoutMs: deps.config.RPC_TIMEOUT_MS,
-    logWindow: deps.config.VALIDATE_LOG_WINDOW,
+    // validation may ask a node of its own (VALIDATE_RPC_URL), so anonymous lookups never spend the indexer's quota
+    chains: withValidationRpc(chains, config.VALIDATE_RPC_URL),
+    rpcTimeoutMs: config.RPC_TIMEOUT_MS,
+    logWindow: config.VALIDATE_LOG_WINDOW,
+    missCacheMs: config.VALIDATE_MISS_CACHE_MS,
+    nodeConcurrency: config.VALIDATE_RPC_CONCURRENCY,
+    admitNodeLookup: createValidationBudget({ config, redis: deps.redis, refusals, logger: app.log }),
+    onNodeBusy: () => refusals.refused('validate_node_busy'),
   })
   await app.register(attributionRoutes, { validator })
   // open streams never finish by themselves: end them first so close() can drain the rest
   app.addHook('preClose', async () => hub.stop())
-  await app.register(streamRoutes, { hub, retryMs: 2_000 })
+  await app.register(streamRoutes, {
+    hub,
+    retryMs: 2_000,
+    perClient: createClientSlots(config.STREAM_MAX_SUBSCRIBERS_PER_IP),
+    maxPerClient: config.STREAM_MAX_SUBSCRIBERS_PER_IP,
+    refusals,
+  })
   return app
 }

@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { createCursorCodec } from './cursor.js'
-import { InvalidCursorError } from './errors.js'
+import { InvalidCursorError } from '../contract/cursor-error.js'
 
 const codec = createCursorCodec('a-secret-of-at-least-16-chars')
 

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
-import { InvalidCursorError } from './errors.js'
+import { InvalidCursorError } from '../contract/cursor-error.js'
 
 const FORMAT_VERSION = 1
 const POSITION_BYTES = 8

@@ -70,14 +70,6 @@ export class AppUrlTakenError extends NotificationDomainError {
   }
 }
 
-/** A pagination cursor that was not issued for this listing, or was altered. */
-export class InvalidCursorError extends NotificationDomainError {
-  override name = 'InvalidCursorError'
-  constructor() {
-    super('invalid_request', 'cursor: is not a cursor issued for this listing')
-  }
-}
-
 /** The delivery queue could not take the job: the send was rolled back. */
 export class DeliveryQueueUnavailableError extends NotificationDomainError {
   override name = 'DeliveryQueueUnavailableError'

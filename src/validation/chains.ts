@@ -27,7 +27,9 @@ const DEFAULT_LOG_RANGE = 10_000
 export function createValidationChains(endpoints: readonly ChainEndpoint[], options: ChainOptions) {
   const logRange = options.initialLogRange ?? DEFAULT_LOG_RANGE
   const slots: Slot[] = endpoints.map((endpoint) => {
-    const client = createPublicClient({ transport: http(endpoint.rpcUrl, { timeout: options.timeoutMs, retryCount: 1 }) })
+    // no retries: a failed call is answered 502/504 and the client may ask again, within its budget; a retry here
+    // would double what one lookup may cost the node (viem retries a refused log range, -32005, with backoff)
+    const client = createPublicClient({ transport: http(endpoint.rpcUrl, { timeout: options.timeoutMs, retryCount: 0 }) })
     const slot: Slot = { endpoint, client }
     if (endpoint.chainId !== undefined) slot.chain = { chainId: endpoint.chainId, client, entryPoints: endpoint.entryPoints, logRange }
     return slot

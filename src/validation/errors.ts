@@ -30,6 +30,21 @@ export class RpcTimeoutError extends Error {
   }
 }
 
+/**
+ * The node lookups of this process are all taken and too many wait already
+ * (VALIDATE_RPC_CONCURRENCY), or every client together used the window's
+ * lookups (VALIDATE_RPC_MAX): the node is spared, the client retries later.
+ */
+export class ValidationBusyError extends Error {
+  override name = 'ValidationBusyError'
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+  ) {
+    super(message)
+  }
+}
+
 function shortMessage(error: unknown): string {
   if (error instanceof BaseError) return error.shortMessage
   return error instanceof Error ? error.message.split('\n')[0]! : String(error)

@@ -10,6 +10,16 @@ import type { Finding, HashType } from './result.js'
 /** Nodes that refuse even a one-block log query are not usable for this at all. */
 const MIN_LOG_RANGE = 1
 
+/**
+ * eth_getLogs queries one UserOperation search may send, refused ones
+ * included. With the head and the bundle's transaction and receipt, a lookup
+ * costs the node at most MAX_NODE_CALLS_PER_LOOKUP calls, whatever range
+ * limit the node has: past this many queries the search stops, and its 404
+ * says how far back it looked.
+ */
+export const MAX_LOG_QUERIES = 8
+export const MAX_NODE_CALLS_PER_LOOKUP = 1 + MAX_LOG_QUERIES + 2
+
 type RawLogEntry = RawLog & { transactionHash: Hex | null; blockNumber: Hex | null; blockHash: Hex | null }
 
 type Lookup = { chain: ValidationChain; hash: Hex }
@@ -77,7 +87,7 @@ async function findUserOperationEvent({ chain, hash }: Lookup, window: number): 
   const head = hexToNumber(await chain.client.request({ method: 'eth_blockNumber' }))
   const lowest = Math.max(0, head - window + 1)
   let toBlock = head
-  while (toBlock >= lowest) {
+  for (let queries = 0; toBlock >= lowest && queries < MAX_LOG_QUERIES; queries++) {
     const fromBlock = Math.max(lowest, toBlock - chain.logRange + 1)
     let logs: RawLogEntry[]
     try {
@@ -91,9 +101,11 @@ async function findUserOperationEvent({ chain, hash }: Lookup, window: number): 
     if (found) return found
     toBlock = fromBlock - 1
   }
+  const searchedFrom = toBlock + 1
+  const why = searchedFrom > lowest ? `after ${MAX_LOG_QUERIES} log queries (the node's log range is now ${chain.logRange} blocks)` : `(VALIDATE_LOG_WINDOW=${window})`
   throw new HashNotFoundError(
-    `UserOperation ${hash} not found on chain ${chain.chainId}: no UserOperationEvent in the last ${head - lowest + 1} blocks ` +
-      `(${lowest}…${head}); the search gave up there (VALIDATE_LOG_WINDOW=${window})`,
+    `UserOperation ${hash} not found on chain ${chain.chainId}: no UserOperationEvent in the last ${head - searchedFrom + 1} blocks ` +
+      `(${searchedFrom}…${head}); the search gave up there ${why}`,
   )
 }
 

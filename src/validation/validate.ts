@@ -2,12 +2,12 @@ import type { Database } from '../db/client.js'
 import type { Registry } from '../registry/register.js'
 import { createValidationChains, type ChainEndpoint } from './chains.js'
 import { findIndexed } from './index-lookup.js'
-import type { Finding } from './result.js'
+import { createNodeLookups } from './node-lookups.js'
 import type { ValidationRequest } from './request.js'
+import { describeFinding, type Finding, type ValidationResult } from './result.js'
+import { findOnChain } from './rpc-lookup.js'
 
 type IndexQuery = Parameters<typeof findIndexed>[1]
-import { describeFinding, type ValidationResult } from './result.js'
-import { findOnChain } from './rpc-lookup.js'
 
 export type ValidatorOptions = {
   db: Database
@@ -19,7 +19,23 @@ export type ValidatorOptions = {
   logWindow: number
   /** How long an answer found in the index is reused (0: never). */
   indexCacheMs?: number
+  /** How long a hash the node did not know is answered 404 without asking again (VALIDATE_MISS_CACHE_MS; 0: never). */
+  missCacheMs?: number
+  /** Lookups asking the node at once (VALIDATE_RPC_CONCURRENCY); a few more wait, the rest are refused. */
+  nodeConcurrency?: number
+  /**
+   * Lets a lookup the index cannot answer ask the node, or throws: the
+   * caller's budgets per client and for all clients (the API's 429 and 503).
+   * Not called for answers from the index, remembered misses, or a lookup
+   * already in flight for the same hash.
+   */
+  admitNodeLookup?: (client: string | undefined) => Promise<void>
+  /** Called when a lookup is refused because too many already wait for the node (metrics). */
+  onNodeBusy?: () => void
 }
+
+/** Who is asking, for the caller's budgets (the API passes the client's key; the CLI nothing). */
+export type ValidationContext = { client?: string }
 
 type CachedFinding = { finding: Finding; expiresAt: number }
 const MAX_CACHED_FINDINGS = 50_000
@@ -34,6 +50,12 @@ export function createValidator(options: ValidatorOptions) {
   const indexCacheMs = options.indexCacheMs ?? 2_000
   // agents and dashboards poll the same hashes; an indexed answer only changes on a reorg
   const recentlyIndexed = new Map<string, CachedFinding>()
+  const nodeLookups = createNodeLookups<Finding>({
+    concurrency: options.nodeConcurrency ?? 4,
+    missCacheMs: options.missCacheMs ?? 0,
+    onBusy: options.onNodeBusy,
+  })
+  const admitNodeLookup = options.admitNodeLookup ?? (async () => {})
 
   async function findIndexedCached(query: IndexQuery): Promise<Finding | undefined> {
     const key = `${query.type}:${query.chainId}:${query.hash}`
@@ -48,10 +70,16 @@ export function createValidator(options: ValidatorOptions) {
     return finding
   }
 
-  async function validate(request: ValidationRequest): Promise<ValidationResult> {
+  async function validate(request: ValidationRequest, context: ValidationContext = {}): Promise<ValidationResult> {
     const chain = await chains.select(request.chainId)
     const query = { type: request.type, hash: request.hash, chainId: chain.chainId }
-    const finding = (await findIndexedCached(query)) ?? (await findOnChain(chain, { ...query, logWindow: options.logWindow }))
+    const finding =
+      (await findIndexedCached(query)) ??
+      (await nodeLookups.run(
+        `${query.type}:${query.chainId}:${query.hash}`,
+        () => admitNodeLookup(context.client),
+        () => findOnChain(chain, { ...query, logWindow: options.logWindow }),
+      ))
     return describeFinding(finding, options.registry)
   }
 

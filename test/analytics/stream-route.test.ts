@@ -1,6 +1,9 @@
 import Fastify, { type FastifyInstance } from 'fastify'
+import { connect } from 'node:net'
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createClientSlots } from '../../src/http/client-slots.js'
+import { createRefusalCounter } from '../../src/http/refusals.js'
 import { streamRoutes } from '../../src/http/routes/stream.js'
 import type { AttributionEvent } from '../../src/store/events.js'
 import type { StreamHub, Subscriber } from '../../src/stream/hub.js'
@@ -15,13 +18,15 @@ const event = (id: number): AttributionEvent => ({
   id, type: 'commit', chainId: 1, code: 'gamma', registry: 'canonical', fromBlock: id, toBlock: id, attributions: 1, at: new Date(0).toISOString(),
 })
 
-let behaviour: (subscriber: Subscriber) => void = () => {}
+let behaviour: (subscriber: Subscriber) => void | Promise<void> = () => {}
+let unsubscribed = 0
 const hub = {
   async subscribe(subscriber: Subscriber) {
-    behaviour(subscriber)
-    return () => {}
+    await behaviour(subscriber)
+    return () => void unsubscribed++
   },
 } as unknown as StreamHub
+const perClient = createClientSlots(100)
 
 let app: FastifyInstance
 let url: string
@@ -30,7 +35,7 @@ beforeAll(async () => {
   app = Fastify()
   app.setValidatorCompiler(validatorCompiler)
   app.setSerializerCompiler(serializerCompiler)
-  await app.register(streamRoutes, { hub, retryMs: 2_000 })
+  await app.register(streamRoutes, { hub, retryMs: 2_000, perClient, maxPerClient: 100, refusals: createRefusalCounter(undefined) })
   url = await app.listen({ host: '127.0.0.1', port: 0 })
 })
 
@@ -81,6 +86,27 @@ describe('GET /v1/attribution/stream, subscription being set up', () => {
     const { status, text } = await read(() => false)
     expect(status).toBe(200)
     expect(text).toBe(`retry: 2000\n\nid: 3\nevent: commit\ndata: ${JSON.stringify(event(3))}\n\n`)
+  })
+})
+
+describe('a client gone while its subscription was being set up', () => {
+  it('gives back its subscription and its per-client slot (they were kept for good: a hub slot lost per such client)', async () => {
+    let gone!: () => void
+    const clientGone = new Promise<void>((resolve) => (gone = resolve))
+    // the hub answers only after the client has disconnected (a slow replay of what it missed)
+    behaviour = () => clientGone
+    const before = unsubscribed
+    const socket = connect({ host: '127.0.0.1', port: Number(new URL(url).port) })
+    socket.on('error', () => {})
+    socket.write('GET /v1/attribution/stream HTTP/1.1\r\nHost: x\r\n\r\n')
+    await expect.poll(() => perClient.heldBy('127.0.0.1')).toBe(1)
+    const openConnections = () => new Promise<number>((resolve) => app.server.getConnections((_error, count) => resolve(count)))
+    const withTheStream = await openConnections()
+    socket.destroy()
+    // the server has seen the socket close before the hub answers
+    await expect.poll(openConnections).toBeLessThan(withTheStream)
+    gone()
+    await expect.poll(() => ({ unsubscribed: unsubscribed - before, held: perClient.heldBy('127.0.0.1') })).toEqual({ unsubscribed: 1, held: 0 })
   })
 })
 

@@ -89,6 +89,9 @@ beforeAll(async () => {
       CURSOR_SECRET: secrets.cursorSecret,
       // the limit has its own tests; here it would turn most requests into 429s
       RATE_LIMIT_MAX: '100000000',
+      REGISTER_RATE_LIMIT_MAX: '100000000',
+      VALIDATE_RATE_LIMIT_MAX: '100000000',
+      VALIDATE_RPC_MAX: '100000000',
       BODY_LIMIT: String(BODY_LIMIT),
       CHAINS: chainsEnv([chain.config]),
     },

@@ -100,12 +100,16 @@ describe('GET /v1/notifications/app/users', () => {
     expect(addresses(await readAll({ limit: '500', notification_enabled: 'false' }))).toEqual(pinnedNow)
   })
 
-  it('limit defaults to 100 and is capped at 500', async () => {
+  it('limit defaults to 100, goes up to 500, and more is refused naming limit (never silently cut)', async () => {
     const byDefault = await client.users({ app_url: appUrl })
     expect(byDefault.body.users.length).toBe(100)
     expect(byDefault.body.nextCursor).toEqual(expect.any(String))
-    const capped = await client.users({ app_url: appUrl, limit: '100000' })
-    expect(capped.body.users.length).toBe(500)
+    expect((await client.users({ app_url: appUrl, limit: '500' })).body.users.length).toBe(500)
+    for (const limit of ['501', '100000']) {
+      const refused = await client.users({ app_url: appUrl, limit })
+      expect(refused.status).toBe(400)
+      expect(refused.body).toEqual({ success: false, error: { code: 'invalid_request', message: 'limit: must be at most 500', field: 'limit' } })
+    }
   })
 
   it('an unpinned wallet leaves the list and comes back in its old place when it pins again', async () => {

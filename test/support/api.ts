@@ -25,6 +25,11 @@ export async function startTestApi(options: {
     DEVNET: 'false',
     // tests read right after writing; the commit-invalidated cache is tested on its own (stream.test.ts)
     ANALYTICS_CACHE_MS: '0',
+    // every test client is 127.0.0.1 and the default prefix's counters are shared by every file on this Redis:
+    // the per-client budgets are tested on their own (test/http/client-limits.test.ts)
+    REGISTER_RATE_LIMIT_MAX: '1000000',
+    VALIDATE_RATE_LIMIT_MAX: '1000000',
+    VALIDATE_RPC_MAX: '1000000',
     ...options.env,
   })
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'test-api' })

@@ -4,7 +4,7 @@ import type { Database } from '../../db/client.js'
 import { bearerTokenMatches } from '../../notifications/credentials.js'
 import { createDashboard } from '../../notifications/dashboard.js'
 import { errorBodySchema, HttpError } from '../errors.js'
-import { appUrlSchema, notificationErrorHandler } from './notifications.js'
+import { appUrlSchema } from './notifications/schemas.js'
 
 const projectSchema = z
   .object({
@@ -46,7 +46,6 @@ export const adminRoutes: FastifyPluginAsyncZod<{ db: Database; adminToken: stri
   { db, adminToken },
 ) => {
   const dashboard = createDashboard({ db })
-  app.setErrorHandler(notificationErrorHandler)
   app.addHook('onRequest', requireBearerToken(adminToken, 'ADMIN_TOKEN'))
   const common = { tags: ['admin'], security: [{ adminToken: [] }] }
 

@@ -8,12 +8,13 @@ import {
   LEADERBOARD_WINDOWS,
   MAX_LEADERBOARD_LIMIT,
 } from '../../analytics/leaderboard.js'
-import { InvalidWindowError, MAX_WINDOW_DAYS } from '../../analytics/window.js'
-import { DEFAULT_ATTRIBUTIONS_LIMIT, InvalidCursorError, MAX_ATTRIBUTIONS_LIMIT } from '../../analytics/attributions.js'
+import { MAX_WINDOW_DAYS } from '../../analytics/window.js'
+import { DEFAULT_ATTRIBUTIONS_LIMIT, MAX_ATTRIBUTIONS_LIMIT, type AttributionItem } from '../../analytics/attributions.js'
 import { HOURLY_WINDOWS } from '../../analytics/code-stats.js'
 import { SUMMARY_WINDOWS } from '../../analytics/summary.js'
-import { sendCsv } from '../csv.js'
-import { badRequest, errorBodySchema } from '../errors.js'
+import { fieldColumns, sendCsv } from '../csv.js'
+import { errorBodySchema } from '../errors.js'
+import { cursorSchema, pageLimitSchema } from '../paging.js'
 
 /**
  * Dashboards poll these endpoints every few seconds. A short max-age lets a
@@ -21,12 +22,6 @@ import { badRequest, errorBodySchema } from '../errors.js'
  * bodiless 304 once nothing changed.
  */
 const MAX_AGE_SECONDS = 5
-
-/** A page size from 1 to `max`, `fallback` when absent; every refusal says the range. */
-function pageLimit(max: number, fallback: number) {
-  const rule = `must be an integer from 1 to ${max}`
-  return z.coerce.number({ error: rule }).int(rule).min(1, rule).max(max, rule).default(fallback)
-}
 
 const chainIdSchema = z.coerce
   .number({ error: 'must be a positive integer' })
@@ -142,6 +137,20 @@ const attributionPageSchema = z
   })
   .meta({ id: 'CodeAttributions' })
 
+type CodeAnalytics = z.infer<typeof codeAnalyticsSchema>
+type LeaderboardEntry = z.infer<typeof leaderboardSchema>['entries'][number]
+type HourlyPoint = z.infer<typeof hourlySchema>['hourly'][number]
+
+/** The CSV downloads' columns: each header beside the value it heads, in the JSON answer's names. */
+const dailyCsv = fieldColumns<CodeAnalytics['daily'][number]>('day', 'transactions', 'userOperations', 'uniqueSenders')
+const leaderboardCsv = fieldColumns<LeaderboardEntry>(
+  'rank', 'code', 'registry', 'total', 'transactions', 'userOperations', 'reverted', 'walletAddress', 'share', 'previousTotal', 'change', 'invalid',
+)
+const hourlyCsv = fieldColumns<HourlyPoint>('hour', 'transactions', 'userOperations', 'reverted')
+const attributionsCsv = fieldColumns<AttributionItem>(
+  'transactionHash', 'kind', 'userOpHash', 'chainId', 'blockNumber', 'timestamp', 'status', 'sender', 'suffixGas', 'schemaId', 'codeStatus', 'registry', 'explorerUrl',
+)
+
 const formatSchema = z.enum(['json', 'csv'], { error: 'must be json or csv' }).default('json').describe('csv answers a download (Content-Disposition)')
 const registrySchema = z.string().max(200, 'must be at most 200 characters').optional().describe('`canonical` or `<chainId>:<address>`; default all')
 const codeParams = z.object({ code: z.string().min(1, 'must not be empty').max(500, 'must be at most 500 characters') })
@@ -202,17 +211,9 @@ export const analyticsRoutes: FastifyPluginAsyncZod<{ analytics: Analytics }> = 
       },
     },
     async (request, reply) => {
-      try {
-        const result = await analytics.codeAnalytics(request.params.code, request.query)
-        if (request.query.format === 'csv') {
-          return sendCsv(reply, `${result.code}-daily-${result.from}-${result.to}.csv`, ['day', 'transactions', 'userOperations', 'uniqueSenders'],
-            result.daily.map((point) => [point.day, point.transactions, point.userOperations, point.uniqueSenders]))
-        }
-        return result
-      } catch (error) {
-        if (error instanceof InvalidWindowError) throw badRequest(error.field, error.reason)
-        throw error
-      }
+      const result = await analytics.codeAnalytics(request.params.code, request.query)
+      if (request.query.format !== 'csv') return result
+      return sendCsv(reply, `${result.code}-daily-${result.from}-${result.to}.csv`, dailyCsv, result.daily)
     },
   )
 
@@ -228,7 +229,7 @@ export const analyticsRoutes: FastifyPluginAsyncZod<{ analytics: Analytics }> = 
         querystring: z.object({
           window: z.enum(LEADERBOARD_WINDOWS, { error: `must be one of ${LEADERBOARD_WINDOWS.join(', ')}` }).default('7d'),
           chainId: chainIdSchema,
-          limit: pageLimit(MAX_LEADERBOARD_LIMIT, DEFAULT_LEADERBOARD_LIMIT),
+          limit: pageLimitSchema({ max: MAX_LEADERBOARD_LIMIT, fallback: DEFAULT_LEADERBOARD_LIMIT }),
           include: z.enum(['invalid'], { error: 'must be invalid' }).optional().describe('`invalid` also lists codes outside the registry rule, flagged'),
           registry: registrySchema,
           format: formatSchema,
@@ -240,12 +241,7 @@ export const analyticsRoutes: FastifyPluginAsyncZod<{ analytics: Analytics }> = 
       const { include, format, ...query } = request.query
       const result = await analytics.leaderboard({ ...query, includeInvalid: include === 'invalid' })
       if (format !== 'csv') return result
-      return sendCsv(
-        reply,
-        `leaderboard-${result.window}${query.chainId ? `-chain-${query.chainId}` : ''}.csv`,
-        ['rank', 'code', 'registry', 'total', 'transactions', 'userOperations', 'reverted', 'walletAddress', 'share', 'previousTotal', 'change', 'invalid'],
-        result.entries.map((e) => [e.rank, e.code, e.registry, e.total, e.transactions, e.userOperations, e.reverted, e.walletAddress, e.share, e.previousTotal, e.change, e.invalid]),
-      )
+      return sendCsv(reply, `leaderboard-${result.window}${query.chainId ? `-chain-${query.chainId}` : ''}.csv`, leaderboardCsv, result.entries)
     },
   )
 
@@ -290,8 +286,7 @@ export const analyticsRoutes: FastifyPluginAsyncZod<{ analytics: Analytics }> = 
       const { format, ...query } = request.query
       const result = await analytics.codeHourly(request.params.code, query)
       if (format !== 'csv') return result
-      return sendCsv(reply, `${result.code}-hourly-${result.window}.csv`, ['hour', 'transactions', 'userOperations', 'reverted'],
-        result.hourly.map((point) => [point.hour, point.transactions, point.userOperations, point.reverted]))
+      return sendCsv(reply, `${result.code}-hourly-${result.window}.csv`, hourlyCsv, result.hourly)
     },
   )
 
@@ -309,8 +304,8 @@ export const analyticsRoutes: FastifyPluginAsyncZod<{ analytics: Analytics }> = 
           chainId: chainIdSchema,
           kind: z.enum(['transaction', 'userOperation'], { error: 'must be transaction or userOperation' }).optional(),
           status: z.enum(['success', 'reverted'], { error: 'must be success or reverted' }).optional(),
-          cursor: z.string().max(200, 'must be at most 200 characters').optional(),
-          limit: pageLimit(MAX_ATTRIBUTIONS_LIMIT, DEFAULT_ATTRIBUTIONS_LIMIT),
+          cursor: cursorSchema.optional(),
+          limit: pageLimitSchema({ max: MAX_ATTRIBUTIONS_LIMIT, fallback: DEFAULT_ATTRIBUTIONS_LIMIT }),
           format: formatSchema,
         }),
         response: { 200: attributionPageSchema, 400: errorBodySchema },
@@ -318,21 +313,10 @@ export const analyticsRoutes: FastifyPluginAsyncZod<{ analytics: Analytics }> = 
     },
     async (request, reply) => {
       const { format, ...query } = request.query
-      let page
-      try {
-        page = await analytics.attributions({ code: request.params.code, ...query })
-      } catch (error) {
-        if (error instanceof InvalidCursorError) throw badRequest('cursor', error.message)
-        throw error
-      }
+      const page = await analytics.attributions({ code: request.params.code, ...query })
       if (format !== 'csv') return page
       if (page.nextCursor) reply.header('x-next-cursor', page.nextCursor)
-      return sendCsv(
-        reply,
-        `${page.code}-attributions.csv`,
-        ['transactionHash', 'kind', 'userOpHash', 'chainId', 'blockNumber', 'timestamp', 'status', 'sender', 'suffixGas', 'schemaId', 'codeStatus', 'registry', 'explorerUrl'],
-        page.attributions.map((a) => [a.transactionHash, a.kind, a.userOpHash, a.chainId, a.blockNumber, a.timestamp, a.status, a.sender, a.suffixGas, a.schemaId, a.codeStatus, a.registry, a.explorerUrl]),
-      )
+      return sendCsv(reply, `${page.code}-attributions.csv`, attributionsCsv, page.attributions)
     },
   )
 }

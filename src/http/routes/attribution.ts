@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { ChainSelectionError, HashNotFoundError, RpcTimeoutError, RpcUnavailableError } from '../../validation/errors.js'
 import { validationRequestSchema, type ValidationRequest } from '../../validation/request.js'
 import type { Validator } from '../../validation/validate.js'
-import { badRequest, errorBodySchema, HttpError, notFound } from '../errors.js'
+import { clientKey } from '../client.js'
+import { errorBodySchema } from '../errors.js'
 
 const registrySchema = z.object({ chainId: z.number(), address: z.string() })
 
@@ -36,30 +36,26 @@ const validationSchema = z
   })
   .meta({ id: 'AttributionValidation' })
 
-/** The one place validation's domain errors become HTTP statuses. */
-function toHttpError(error: unknown): unknown {
-  if (error instanceof ChainSelectionError) return badRequest(error.field, error.reason)
-  if (error instanceof HashNotFoundError) return notFound(error.message)
-  if (error instanceof RpcTimeoutError) return new HttpError(504, 'gateway_timeout', error.message)
-  if (error instanceof RpcUnavailableError) return new HttpError(502, 'bad_gateway', error.message)
-  return error
-}
-
 const description =
   'From the index when it holds the hash (`source: "index"`), otherwise from the chain over RPC (`source: "rpc"`): a transaction by its receipt; ' +
   'a UserOperation through its `UserOperationEvent` (searched back from the head over VALIDATE_LOG_WINDOW blocks) and the bundle that carried it. ' +
-  'Found but unattributed → 200 with `attributed: false`; unknown hash → 404; node failure → 502; node timeout → 504.'
+  'Found but unattributed → 200 with `attributed: false`; unknown hash → 404 (repeated without asking the node for VALIDATE_MISS_CACHE_MS); ' +
+  'node failure → 502; node timeout → 504. Lookups that ask the node are limited per client IP (VALIDATE_RATE_LIMIT_*: 429) and for all clients ' +
+  'together (VALIDATE_RPC_MAX, VALIDATE_RPC_CONCURRENCY: 503), both with `Retry-After`; answers from the index are not.'
 
-const responses = { 200: validationSchema, 400: errorBodySchema, 404: errorBodySchema, 502: errorBodySchema, 504: errorBodySchema }
+const responses = {
+  200: validationSchema,
+  400: errorBodySchema,
+  404: errorBodySchema,
+  429: errorBodySchema,
+  502: errorBodySchema,
+  503: errorBodySchema,
+  504: errorBodySchema,
+}
 
+/** Validation by hash. Its domain errors (400 chain, 404 unknown, 502/504 node, 503 busy) are mapped by the server's one error handler. */
 export const attributionRoutes: FastifyPluginAsyncZod<{ validator: Validator }> = async (app, { validator }) => {
-  const answer = async (request: ValidationRequest) => {
-    try {
-      return await validator.validate(request)
-    } catch (error) {
-      throw toHttpError(error)
-    }
-  }
+  const answer = (request: { ip: string }, query: ValidationRequest) => validator.validate(query, { client: clientKey(request.ip) })
 
   app.get(
     '/v1/attribution/validate',
@@ -72,7 +68,7 @@ export const attributionRoutes: FastifyPluginAsyncZod<{ validator: Validator }> 
         response: responses,
       },
     },
-    async (request) => answer(request.query),
+    async (request) => answer(request, request.query),
   )
 
   app.post(
@@ -86,6 +82,6 @@ export const attributionRoutes: FastifyPluginAsyncZod<{ validator: Validator }> 
         response: responses,
       },
     },
-    async (request) => answer(request.body),
+    async (request) => answer(request, request.body),
   )
 }

@@ -1,7 +1,13 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
+import type { Config } from '../../config/env.js'
+import type { Redis } from '../../redis/client.js'
+import { createRateLimiter } from '../../redis/rate-limit.js'
 import type { Registry } from '../../registry/register.js'
+import { clientKey } from '../client.js'
 import { errorBodySchema, notFound } from '../errors.js'
+import { tooManyRequests, type RefusalCounter } from '../refusals.js'
 import { walletAddressSchema } from '../../contract/schemas.js'
 
 const builderCodeSchema = z
@@ -25,16 +31,53 @@ const registerBodySchema = z.preprocess(
   z.object({ walletAddress: walletAddressSchema }, { error: 'must be a JSON object' }),
 )
 
-export const builderCodeRoutes: FastifyPluginAsyncZod<{ registry: Registry }> = async (app, { registry }) => {
+export type BuilderCodeRoutesOptions = {
+  registry: Registry
+  config: Pick<Config, 'QUEUE_PREFIX' | 'REGISTER_RATE_LIMIT_MAX' | 'REGISTER_RATE_LIMIT_WINDOW_MS'>
+  /** Fail-fast request connection; holds the registration counters. */
+  redis: Redis
+  refusals: RefusalCounter
+}
+
+export const builderCodeRoutes: FastifyPluginAsyncZod<BuilderCodeRoutesOptions> = async (app, { registry, config, redis, refusals }) => {
+  const windowSeconds = config.REGISTER_RATE_LIMIT_WINDOW_MS / 1000
+  /**
+   * Anyone may register any wallet, and every new wallet is a row kept
+   * forever: registrations per client are counted (REGISTER_RATE_LIMIT_*).
+   * While Redis is down this process counts on its own rather than let rows
+   * grow unchecked.
+   */
+  const limiter = createRateLimiter({
+    redis,
+    prefix: config.QUEUE_PREFIX,
+    name: 'register-rate',
+    max: config.REGISTER_RATE_LIMIT_MAX,
+    windowMs: config.REGISTER_RATE_LIMIT_WINDOW_MS,
+    logger: app.log,
+    whenUnavailable: 'count-locally',
+  })
+  async function limitRegistrations(request: FastifyRequest, reply: FastifyReply) {
+    const decision = await limiter.hit(clientKey(request.ip))
+    reply.header('x-ratelimit-limit', decision.limit)
+    reply.header('x-ratelimit-remaining', decision.remaining)
+    if (!decision.allowed) {
+      refusals.refused('register_per_client')
+      throw tooManyRequests(`registration: more than ${decision.limit} in ${windowSeconds} s from this client`, decision.resetMs)
+    }
+  }
+
   app.post(
     '/v1/agents/builder-codes',
     {
+      onRequest: limitRegistrations,
       schema: {
         tags: ['builder codes'],
         summary: 'Get or create the builder code of a wallet',
-        description: 'Deterministic per wallet and safe to repeat: the same wallet always gets the same code.',
+        description:
+          'Deterministic per wallet and safe to repeat: the same wallet always gets the same code. ' +
+          `At most ${config.REGISTER_RATE_LIMIT_MAX} registrations per ${windowSeconds} s per client IP (IPv6 per /64); beyond, 429 with \`Retry-After\`.`,
         body: registerBodySchema,
-        response: { 200: builderCodeSchema, 400: errorBodySchema },
+        response: { 200: builderCodeSchema, 400: errorBodySchema, 429: errorBodySchema },
       },
     },
     async (request) => {

@@ -8,7 +8,8 @@ import { createPins } from '../../notifications/pins.js'
 import { errorBodySchema } from '../errors.js'
 import { walletAddressSchema } from '../../contract/schemas.js'
 import { requireBearerToken } from './admin.js'
-import { appUrlSchema, notificationErrorHandler, pageLimitSchema } from './notifications.js'
+import { cursorSchema, pageLimitSchema } from '../paging.js'
+import { appUrlSchema } from './notifications/schemas.js'
 
 const INBOX_PAGE_DEFAULT = 50
 const INBOX_PAGE_MAX = 200
@@ -65,7 +66,6 @@ export const platformRoutes: FastifyPluginAsyncZod<{ config: Config; db: Databas
   const pins = createPins({ db })
   const inbox = createInbox({ db })
   const cursors = createCursorCodec(config.CURSOR_SECRET)
-  app.setErrorHandler(notificationErrorHandler)
   app.addHook('onRequest', requireBearerToken(config.PLATFORM_TOKEN, 'PLATFORM_TOKEN'))
   const common = { tags: ['platform'], security: [{ platformToken: [] }] }
 
@@ -101,8 +101,8 @@ export const platformRoutes: FastifyPluginAsyncZod<{ config: Config; db: Databas
         description: 'Ordered by delivery (newest delivered first), keyset-paginated with an opaque cursor bound to the wallet.',
         querystring: z.object({
           wallet_address: walletAddressSchema,
-          cursor: z.string().max(200, 'is not a cursor issued for this listing').optional(),
-          limit: pageLimitSchema(INBOX_PAGE_DEFAULT, INBOX_PAGE_MAX),
+          cursor: cursorSchema.optional(),
+          limit: pageLimitSchema({ max: INBOX_PAGE_MAX, fallback: INBOX_PAGE_DEFAULT }),
         }),
         response: { 200: inboxSchema, ...errorResponses },
       },

@@ -2,14 +2,29 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import type { AttributionEvent } from '../../store/events.js'
 import { TooManySubscribersError, type StreamHub } from '../../stream/hub.js'
-import { badRequest, errorBodySchema, HttpError } from '../errors.js'
+import { clientKey } from '../client.js'
+import type { ClientSlots } from '../client-slots.js'
+import { badRequest, errorBodySchema } from '../errors.js'
+import { tooManyRequests, type RefusalCounter } from '../refusals.js'
 
 /** A client that stops reading is dropped once this much is queued for it, rather than held in memory. */
 const MAX_BUFFERED_BYTES = 1_048_576
 
 const lastEventIdSchema = z.string().regex(/^\d{1,18}$/, 'must be an event id (digits)')
 
-export const streamRoutes: FastifyPluginAsyncZod<{ hub: StreamHub; retryMs: number }> = async (app, { hub, retryMs }) => {
+/** How long a client refused a stream is asked to wait before it tries again. */
+const REFUSED_RETRY_MS = 5_000
+
+export type StreamRoutesOptions = {
+  hub: StreamHub
+  retryMs: number
+  /** Open streams per client (STREAM_MAX_SUBSCRIBERS_PER_IP), counted in this process. */
+  perClient: ClientSlots
+  maxPerClient: number
+  refusals: RefusalCounter
+}
+
+export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (app, { hub, retryMs, perClient, maxPerClient, refusals }) => {
   app.get(
     '/v1/attribution/stream',
     {
@@ -22,13 +37,14 @@ export const streamRoutes: FastifyPluginAsyncZod<{ hub: StreamHub; retryMs: numb
           'the SSE `id` is the event id. A comment line is sent as a heartbeat. Reconnect with `Last-Event-ID` (or `lastEventId`) ' +
           'to receive what was missed; when that cannot be replayed whole (more than 1,000 events, or events older than the 7 days kept), ' +
           'event `reset` `{ reason, lastEventId }` comes instead: re-read the figures, the stream goes on live from there. ' +
-          'Answers 503 when the server already holds its maximum of subscribers.',
+          `Answers 429 when this client (its IP, IPv6 per /64) already holds ${maxPerClient} open streams, ` +
+          '503 when the server already holds its maximum of subscribers; both with `Retry-After`.',
         querystring: z.object({
           code: z.string().min(1, 'must not be empty').max(500, 'must be at most 500 characters').optional().describe('Only this code’s events'),
           lastEventId: lastEventIdSchema.optional(),
         }),
         headers: z.object({ 'last-event-id': z.string().optional() }).passthrough(),
-        response: { 200: z.string().describe('text/event-stream'), 400: errorBodySchema, 503: errorBodySchema },
+        response: { 200: z.string().describe('text/event-stream'), 400: errorBodySchema, 429: errorBodySchema, 503: errorBodySchema },
       },
     },
     async (request, reply) => {
@@ -38,6 +54,12 @@ export const streamRoutes: FastifyPluginAsyncZod<{ hub: StreamHub; retryMs: numb
       }
       // a HEAD asks what a GET would answer without its body: the stream's headers, then the end (never a subscription)
       if (request.method === 'HEAD') return reply.header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-store').send('')
+      // one client cannot take every slot of the hub: its own streams are capped first
+      const releaseSlot = perClient.tryAcquire(clientKey(request.ip))
+      if (!releaseSlot) {
+        refusals.refused('stream_per_client')
+        throw tooManyRequests(`stream: at most ${maxPerClient} open streams per client`, REFUSED_RETRY_MS)
+      }
       const raw = reply.raw
       // until the subscription is accepted nothing may reach the socket (a write would send default headers),
       // so frames wait in `pending`; heartbeats before then are dropped
@@ -67,10 +89,20 @@ export const streamRoutes: FastifyPluginAsyncZod<{ hub: StreamHub; retryMs: numb
       try {
         unsubscribe = await hub.subscribe(subscriber, resumeFrom === undefined ? undefined : Number(resumeFrom))
       } catch (error) {
-        if (error instanceof TooManySubscribersError) {
-          throw new HttpError(503, 'service_unavailable', `stream: ${error.message}; retry later`, undefined, { 'retry-after': '5' })
-        }
+        releaseSlot()
+        if (error instanceof TooManySubscribersError) refusals.refused('stream_total')
         throw error
+      }
+      // the client went away, or the stream ended (the hub closed it, a slow reader was dropped): once
+      const end = () => {
+        open = false
+        unsubscribe()
+        releaseSlot()
+      }
+      // a client gone while it was subscribing sees no 'close' from here on: its subscription and slot are given back now
+      if (request.raw.socket.destroyed) {
+        end()
+        return reply.hijack()
       }
       reply.hijack()
       raw.writeHead(200, {
@@ -85,10 +117,8 @@ export const streamRoutes: FastifyPluginAsyncZod<{ hub: StreamHub; retryMs: numb
       for (const text of pending.splice(0)) raw.write(text)
       // closed while subscribing (the hub sent everyone to resume): the client reconnects with Last-Event-ID
       if (!open) raw.end()
-      request.raw.on('close', () => {
-        open = false
-        unsubscribe()
-      })
+      request.raw.on('close', end)
+      raw.on('close', end)
     },
   )
 }

@@ -1,9 +1,10 @@
 // A client of its own (another process): asks GET /healthz every few milliseconds, one request at a
 // time over a kept-alive connection, until its stdin closes; then prints the latencies as JSON.
 // Used by the hostile-input fault to measure what other clients see while hostile requests run.
+// With a third argument `ready`, it first prints `ready` on a line of its own once /healthz answered.
 import { Agent, get } from 'node:http'
 
-const [url, intervalArg = '10'] = process.argv.slice(2)
+const [url, intervalArg = '10', announce] = process.argv.slice(2)
 const interval = Number(intervalArg)
 const agent = new Agent({ keepAlive: true, maxSockets: 1 })
 const latencies = []
@@ -33,6 +34,7 @@ function once() {
 
 while (running) {
   await once()
+  if (announce === 'ready' && latencies.length === 1) process.stdout.write('ready\n')
   await new Promise((resolve) => setTimeout(resolve, interval))
 }
 latencies.sort((a, b) => a - b)

@@ -1,0 +1,65 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { evaluated, readCsvAs as readAs } from '../../test/support/csv-readers.js'
+import { csvCell, fieldColumns, toCsv } from './csv.js'
+
+const SEPARATORS = [',', ';', '\t'] as const
+
+type Row = { rank: number; code: string; registry: string; share: number }
+const columns = fieldColumns<Row>('rank', 'code', 'registry', 'share')
+
+describe('CSV exports', () => {
+  it('write the issue’s code so that no reader splitting on , ; or tab gets a formula cell', () => {
+    const code = "x;=cmd|' /C calc'!A0;"
+    const csv = toCsv(columns, [{ rank: 1, code, registry: 'canonical', share: 1 }])
+    expect(csv).toBe(`rank,code,registry,share\r\n1,"x;'=cmd|' /C calc'!A0;",canonical,1\r\n`)
+    for (const separator of SEPARATORS) {
+      const cells = readAs(csv, separator).flat()
+      expect(cells.filter(evaluated), `reader splitting on ${JSON.stringify(separator)}`).toEqual([])
+    }
+    // the file's own reader gets the code back, marked as text
+    expect(readAs(csv, ',')[1]).toEqual(['1', "x;'=cmd|' /C calc'!A0;", 'canonical', '1'])
+  })
+
+  it.each([
+    ['=1+1', "\"'=1+1\""],
+    ['+1', "\"'+1\""],
+    ['-1', "\"'-1\""],
+    ['@SUM(A1)', "\"'@SUM(A1)\""],
+    ['  =1', "\"  '=1\""],
+    ['"=1"', "\"\"\"'=1\"\"\""],
+    ['\uFF1D1', "\"'\uFF1D1\""],
+    ['a\t=1', "\"a\t'=1\""],
+    ['a\n=1', "\"a\n'=1\""],
+    ['a,b', '"a,b"'],
+    ['a;b', '"a;b"'],
+    ['say "hi"', '"say ""hi"""'],
+    ['bc_alpha001', 'bc_alpha001'],
+    ['2025-03-01', '2025-03-01'],
+    ['8453:0x00000000000000000000000000000000000c0de5', '8453:0x00000000000000000000000000000000000c0de5'],
+  ])('a text cell %j is written %s', (value, written) => {
+    expect(csvCell(value)).toBe(written)
+  })
+
+  it('write numbers, booleans and empty values as they are (a negative change stays a number)', () => {
+    expect([csvCell(-5), csvCell(0.25), csvCell(true), csvCell(null), csvCell(undefined)]).toEqual(['-5', '0.25', 'true', '', ''])
+  })
+
+  it('never give any of the three readers a formula cell, and give the comma reader every text back', () => {
+    // no ' of its own, so that undoing the defusing is unambiguous
+    const text = fc.string({ unit: fc.constantFrom('a', ',', ';', '\t', '\n', '\r', '"', ' ', '=', '+', '-', '@', '\uFF1D'), maxLength: 12 })
+    fc.assert(
+      fc.property(fc.nat(), text, text, (rank, code, registry) => {
+        const csv = toCsv(columns, [{ rank, code, registry, share: 0.5 }])
+        for (const separator of SEPARATORS) expect(readAs(csv, separator).flat().filter(evaluated)).toEqual([])
+        const [header, row, ...rest] = readAs(csv, ',')
+        expect(header).toEqual(['rank', 'code', 'registry', 'share'])
+        expect(rest).toEqual([])
+        // the only change to a text is the ' in front of a formula character where a cell could start
+        const undo = (cell: string) => cell.replace(/(^|[,;\t\r\n])([ "]*)'(?=[=+\-@\uFF1D\uFF0B\uFF0D\uFF20])/g, '$1$2')
+        expect(row!.map(undo)).toEqual([String(rank), code, registry, '0.5'])
+      }),
+      { numRuns: 2_000 },
+    )
+  })
+})
