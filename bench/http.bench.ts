@@ -201,7 +201,15 @@ export const http: Bench = async ({ quick, cpuProfileDir }) => {
       rpcBatchSize: 20,
       pollIntervalMs: 1_000,
       label: 'http',
-      env: { ADMIN_TOKEN: tokens.admin, PLATFORM_TOKEN: tokens.platform, RATE_LIMIT_MAX: '1000000000' },
+      // one client (this bench) measures each route's cost: its per-client limits stay on, set past what it sends
+      env: {
+        ADMIN_TOKEN: tokens.admin,
+        PLATFORM_TOKEN: tokens.platform,
+        RATE_LIMIT_MAX: '1000000000',
+        REGISTER_RATE_LIMIT_MAX: '1000000000',
+        VALIDATE_RATE_LIMIT_MAX: '1000000000',
+        VALIDATE_RPC_MAX: '1000000000',
+      },
       ...(cpuProfileDir && { cpuProfileDir }),
     })
     await waitForHealth(service, 60_000)
