@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { decodeAttribution } from '../../src/attribution/decode.js'
 import { startAnvil } from '../../devnet/anvil.js'
 import { startDevnet } from '../../devnet/index.js'
+import { until } from '../support/poll.js'
 
 function isAlive(pid: number): boolean {
   try {
@@ -28,14 +29,6 @@ async function answers(rpcUrl: string): Promise<boolean> {
     return response.ok
   } catch {
     return false
-  }
-}
-
-async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time')
-    await new Promise((resolve) => setTimeout(resolve, 100))
   }
 }
 
@@ -92,7 +85,7 @@ describe('anvil process', () => {
     const { pid, rpcUrl } = JSON.parse(line) as { pid: number; rpcUrl: string }
     expect(await answers(rpcUrl)).toBe(true)
     parent.kill('SIGKILL')
-    await eventually(() => !isAlive(pid))
+    await until('the devnet process to exit', () => !isAlive(pid), { timeoutMs: 20_000 })
     expect(await answers(rpcUrl)).toBe(false)
   })
 })
@@ -109,7 +102,7 @@ describe('startDevnet', () => {
       expect(devnet.chain.confirmations).toBeLessThanOrEqual(2)
       expect(devnet.chain.entryPoints).toEqual([entryPoint06Address, entryPoint07Address, entryPoint08Address])
 
-      await eventually(() => lines.filter((line) => line.msg === 'devnet traffic mined').length >= 3)
+      await until('three devnet traffic lines', () => lines.filter((line) => line.msg === 'devnet traffic mined').length >= 3, { timeoutMs: 20_000 })
       const batch = lines.find((line) => line.msg === 'devnet traffic mined')!
       expect(batch).toMatchObject({ chain_id: 31337, sent: expect.any(Object), truth: expect.any(Object) })
 
@@ -126,7 +119,7 @@ describe('startDevnet', () => {
       }
       // interval mining: blocks keep coming with nobody asking
       const height = await devnet.client.getBlockNumber()
-      await eventually(async () => (await devnet.client.getBlockNumber()) > height + 1n)
+      await until('two more devnet blocks', async () => (await devnet.client.getBlockNumber()) > height + 1n, { timeoutMs: 20_000 })
     } finally {
       await devnet.stop()
     }

@@ -15,6 +15,7 @@ import {
 } from '../support/indexer.js'
 import { chainsEnv, spawnRole, type RoleProcess } from '../support/processes.js'
 import { createTestDatabase, createTestRedis, type TestDatabase } from '../support/services.js'
+import { until } from '../support/poll.js'
 
 let chain: TestChain
 let truth: GroundTruth
@@ -55,13 +56,11 @@ async function withBackfill(name: string, body: (ctx: { database: TestDatabase; 
 }
 
 async function waitForProgress(database: TestDatabase, beyond: number, timeoutMs = 30_000): Promise<number> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const through = (await indexedThrough(database.db.$client, chain.chainId)) ?? -1
-    if (through > beyond) return through
-    if (Date.now() > deadline) throw new Error(`no progress beyond block ${beyond}`)
-    await sleep(20)
-  }
+  const through = async () => (await indexedThrough(database.db.$client, chain.chainId)) ?? -1
+  return until(`progress beyond block ${beyond}`, async () => {
+    const now = await through()
+    return now > beyond && now
+  }, { timeoutMs, intervalMs: 20 })
 }
 
 describe('worker crashes during a backfill', () => {

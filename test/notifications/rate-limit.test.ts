@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRedis } from '../../src/redis/client.js'
 import { request, type TestApi } from '../support/api.js'
 import { uniqueName } from '../support/services.js'
-import { adminClient, appClient, eventually, randomWallet, setupNotifications, type NotificationEnv } from './support.js'
+import { adminClient, appClient, randomWallet, setupNotifications, type NotificationEnv } from './support.js'
+import { until } from '../support/poll.js'
 
 /**
  * 20 requests per client IP per window, one counter for the three endpoints,
@@ -82,7 +83,7 @@ describe('rate limit', () => {
     const limited = await mixedCall(second, 20)
     expect(limited.status).toBe(429)
     expect(Number(limited.headers.get('retry-after'))).toBeLessThanOrEqual(4)
-    await eventually('the window to reset', async () => (await mixedCall(second, 21)).status === 200, 10_000)
+    await until('the window to reset', async () => (await mixedCall(second, 21)).status === 200, { timeoutMs: 10_000 })
   })
 
   it('does not limit the admin and platform routes, nor other routes', async () => {

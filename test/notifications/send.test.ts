@@ -6,7 +6,7 @@ import { deliverNotification } from '../../src/notifications/delivery-worker.js'
 import {
   adminClient,
   appClient,
-  eventually,
+  
   lowercase,
   pinAll,
   platformClient,
@@ -15,6 +15,7 @@ import {
   uppercase,
   type NotificationEnv,
 } from './support.js'
+import { until } from '../support/poll.js'
 
 /** Sending: per-address results, counts, de-duplication, delivery to the inbox through the queue worker. */
 let env: NotificationEnv
@@ -83,7 +84,7 @@ describe('POST /v1/notifications/send to 1,000 addresses', () => {
   })
 
   it('delivers to each sent wallet’s inbox exactly once, and to nobody else', async () => {
-    await eventually('deliveries', async () => (await queuedDeliveries()) === 0)
+    await until('deliveries', async () => (await queuedDeliveries()) === 0)
     const counts = await inboxCounts()
     expect(counts.size).toBe(400)
     for (const wallet of enabled) expect(counts.get(wallet)).toBe(1)
@@ -133,7 +134,7 @@ describe('POST /v1/notifications/send to 1,000 addresses', () => {
   it('a different title is a different notification and is delivered', async () => {
     const response = await client.send({ app_url: appUrl, wallet_addresses: addresses, ...notification, title: 'Season 2: last call' })
     expect(response.body.sentCount).toBe(400)
-    await eventually('deliveries', async () => (await queuedDeliveries()) === 0)
+    await until('deliveries', async () => (await queuedDeliveries()) === 0)
     const counts = await inboxCounts()
     for (const wallet of enabled) expect(counts.get(wallet)).toBe(2)
     const inbox = await platformClient(env.api).inbox(enabled[7]!)
@@ -144,7 +145,7 @@ describe('POST /v1/notifications/send to 1,000 addresses', () => {
     const { target_path: _ignored, ...withoutPath } = notification
     const response = await client.send({ app_url: appUrl, wallet_addresses: enabled.slice(0, 3), ...withoutPath })
     expect(response.body).toMatchObject({ success: true, sentCount: 3, failedCount: 0 })
-    await eventually('deliveries', async () => (await queuedDeliveries()) === 0)
+    await until('deliveries', async () => (await queuedDeliveries()) === 0)
     const inbox = await platformClient(env.api).inbox(enabled[0]!)
     expect(inbox.body.notifications).toHaveLength(3)
     expect(inbox.body.notifications[0]).not.toHaveProperty('targetPath')
@@ -170,7 +171,7 @@ describe('delivery', () => {
     const body = { app_url: appUrl, wallet_addresses: [wallet], title: 'Race', message: 'only once' }
     const responses = await Promise.all(Array.from({ length: 5 }, () => client.send(body)))
     expect(responses.every((response) => response.status === 200 && response.body.sentCount === 1)).toBe(true)
-    await eventually('deliveries', async () => (await queuedDeliveries()) === 0)
+    await until('deliveries', async () => (await queuedDeliveries()) === 0)
     const [row] = await sql()`select count(*)::int as n from notification_inbox i join notifications n on n.id = i.notification_id where n.title = 'Race'`
     expect(row!.n).toBe(1)
   })
@@ -195,7 +196,7 @@ describe('delivery', () => {
     // the inbox is in delivery order; concurrent jobs may deliver in any order, so one at a time here
     for (let index = 0; index < 5; index++) {
       await client.send({ app_url: appUrl, wallet_addresses: [wallet], title: `Paged ${index}`, message: 'page me' })
-      await eventually('deliveries', async () => (await queuedDeliveries()) === 0)
+      await until('deliveries', async () => (await queuedDeliveries()) === 0)
     }
     const platform = platformClient(env.api)
     const titles: string[] = []
@@ -218,18 +219,18 @@ describe('delivery', () => {
     const wallet = enabled[50]!
     const body = { app_url: appUrl, wallet_addresses: [wallet], title: 'Daily digest', message: 'same every day' }
     await client.send(body)
-    await eventually('deliveries', async () => (await queuedDeliveries()) === 0)
+    await until('deliveries', async () => (await queuedDeliveries()) === 0)
     const digests = async () =>
       (await sql()`select count(*)::int as n from notification_inbox i join notifications n on n.id = i.notification_id
                     where n.title = 'Daily digest' and i.wallet_address = ${wallet}`)[0]!.n
     await client.send(body)
-    await eventually('deliveries', async () => (await queuedDeliveries()) === 0)
+    await until('deliveries', async () => (await queuedDeliveries()) === 0)
     expect(await digests()).toBe(1)
     // age yesterday's delivery past the window
     await sql()`update notification_deliveries d set created_at = now() - interval '24 hours 1 minute'
                   from notifications n where n.id = d.notification_id and n.title = 'Daily digest'`
     expect((await client.send(body)).body.sentCount).toBe(1)
-    await eventually('deliveries', async () => (await queuedDeliveries()) === 0)
+    await until('deliveries', async () => (await queuedDeliveries()) === 0)
     expect(await digests()).toBe(2)
   })
 })

@@ -162,16 +162,6 @@ export function appClient(api: TestApi, apiKey: string | undefined) {
   }
 }
 
-/** Polls until `check` returns true, failing with `what` after `timeoutMs`. */
-export async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    if (await check()) return
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`timed out waiting for ${what}`)
-}
-
 /**
  * A TCP proxy in front of the real Redis that a test can freeze (bytes stop
  * flowing, connections stay open: a hung Redis), cut (connections reset,

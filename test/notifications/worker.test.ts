@@ -3,19 +3,19 @@ import { sql } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLogger } from '../../src/logger.js'
 import { Queue } from 'bullmq'
-import { createDeliveryQueue, DELIVERY_QUEUE_NAME } from '../../src/notifications/delivery-queue.js'
+import { createDeliveryQueue, deliveryJobId, DELIVERY_QUEUE_NAME } from '../../src/notifications/delivery-queue.js'
 import { createDeliveryWorker, deliverNotification, notificationLockKey } from '../../src/notifications/delivery-worker.js'
 import { contentHash } from '../../src/notifications/send.js'
 import {
   adminClient,
   appClient,
-  eventually,
   pinAll,
   randomWallet,
   setupNotifications,
   startRedisProxy,
   type NotificationEnv,
 } from './support.js'
+import { until } from '../support/poll.js'
 
 /** The delivery worker against real Redis failures and a job that arrives before its rows. */
 let env: NotificationEnv
@@ -52,11 +52,11 @@ describe('delivery worker', () => {
     try {
       const before = await inboxCount()
       expect((await client.send({ app_url: appUrl, wallet_addresses: wallets, title: 'Before the blip', message: 'm' })).body.sentCount).toBe(20)
-      await eventually('first delivery', async () => (await inboxCount()) === before + 20)
+      await until('first delivery', async () => (await inboxCount()) === before + 20)
 
       proxy.drop()
       expect((await client.send({ app_url: appUrl, wallet_addresses: wallets, title: 'After the blip', message: 'm' })).body.sentCount).toBe(20)
-      await eventually('delivery after the reconnect', async () => (await inboxCount()) === before + 40, 30_000)
+      await until('delivery after the reconnect', async () => (await inboxCount()) === before + 40, { timeoutMs: 30_000 })
     } finally {
       await worker.close()
       await proxy.close()
@@ -79,7 +79,7 @@ describe('delivery worker', () => {
       sweepIntervalMs: 100,
     })
     try {
-      await eventually('the sweep delivers the stranded notification', async () => (await inboxCount()) === before + 20)
+      await until('the sweep delivers the stranded notification', async () => (await inboxCount()) === before + 20)
       const [queued] = await rawSql()`select count(*)::int as n from notification_deliveries where status = 'queued'`
       expect(queued!.n).toBe(0)
     } finally {
@@ -105,7 +105,10 @@ describe('delivery worker', () => {
         select ${notificationId}, wallet, ${hash} from unnest(${sql.param(recipients)}::text[]) as wallet`)
       delivery = deliverNotification(env.database.db, notificationId)
       delivery.then(() => (settledEarly = true), () => (settledEarly = true))
-      setTimeout(release, 300)
+      // the proof the delivery got this far and waits on the lock: PostgreSQL shows it queued behind it
+      void until('the delivery to wait on the notification lock', async () =>
+        (await rawSql()`select 1 from pg_locks where locktype = 'advisory' and not granted`).length > 0,
+      ).then(release)
       await released
     })
     expect(settledEarly).toBe(false)
@@ -121,7 +124,10 @@ describe('delivery worker', () => {
       const before = await inboxCount()
       // the job first, as inside a send transaction that has not committed yet
       await queue.enqueue(notificationId)
-      await new Promise((resolve) => setTimeout(resolve, 600))
+      // the proof the worker has run the job and found nothing: an attempt is recorded
+      const observer = new Queue(DELIVERY_QUEUE_NAME, { connection: env.redis.redis, prefix: env.redis.prefix })
+      const job = () => observer.getJob(deliveryJobId(notificationId))
+      await until('a first attempt of the job', async () => ((await job())?.attemptsMade ?? 0) >= 1)
       expect(await inboxCount()).toBe(before)
       // then the rows become visible
       const content = { appUrl, title: 'Late rows', message: 'm' }
@@ -132,11 +138,15 @@ describe('delivery worker', () => {
         await tx`insert into notification_deliveries (notification_id, wallet_address, content_hash)
                  select ${notificationId}, wallet, ${hash} from unnest(${recipients}::text[]) as wallet`
       })
-      await eventually('the retried job', async () => (await inboxCount()) === before + 5, 30_000)
+      await until('the retried job', async () => (await inboxCount()) === before + 5, { timeoutMs: 30_000 })
       // enqueueing the same notification again is a no-op (deterministic job id) and delivers nothing more
+      const finished = await until('the job to complete', async () => (await job())?.finishedOn)
       await queue.enqueue(notificationId)
-      await new Promise((resolve) => setTimeout(resolve, 300))
+      // nothing was queued again: the one job with that id is the finished one, and nothing waits
+      expect((await job())?.finishedOn).toBe(finished)
+      expect(await observer.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).toEqual({ waiting: 0, active: 0, delayed: 0, prioritized: 0 })
       expect(await inboxCount()).toBe(before + 5)
+      await observer.close()
     } finally {
       await queue.close()
       await worker.close()

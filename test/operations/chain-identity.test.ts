@@ -1,8 +1,8 @@
-import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startTestChain, type TestChain } from '../support/chain.js'
 import { chainsEnv, spawnRole, type RoleProcess } from '../support/processes.js'
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from '../support/services.js'
+import { until as poll } from '../support/poll.js'
 
 /** Chain identity by genesis hash, through real `attribution` processes on one database. */
 
@@ -16,11 +16,12 @@ afterAll(async () => {
   await database?.drop()
 })
 
-async function until(role: RoleProcess, text: string, times = 1) {
-  while (role.output().split(text).length - 1 < times) {
+/** Waits until `role` has logged `text` `times` times; a role that exits first fails the wait. */
+async function logged(role: RoleProcess, text: string, times = 1) {
+  await poll(`"${text}" logged ${times}×`, () => {
     if (role.child.exitCode !== null) throw new Error(`exited before "${text}":\n${role.output()}`)
-    await sleep(100)
-  }
+    return role.output().split(text).length - 1 >= times
+  }, { intervalMs: 100 })
 }
 
 async function stop(role: RoleProcess) {
@@ -35,12 +36,12 @@ describe('chain identity', () => {
   it('a restarted devnet on the same database is a new chain: one info line, the old index reset, no reorg', async () => {
     const env = { DATABASE_URL: database.url, REDIS_URL: redis.url, QUEUE_PREFIX: `${redis.prefix}dev`, DEVNET_PORT: '0', PORT: '0', LOG_LEVEL: 'info' }
     const first = spawnRole('start', env)
-    await until(first, 'devnet traffic mined', 2)
-    while ((await indexedRanges(database, 31337)) === 0) await sleep(100)
+    await logged(first, 'devnet traffic mined', 2)
+    await poll('a first indexed range', async () => (await indexedRanges(database, 31337)) > 0)
     await stop(first)
 
     const second = spawnRole('start', env)
-    await until(second, 'devnet traffic mined', 2)
+    await logged(second, 'devnet traffic mined', 2)
     await stop(second)
     const output = second.output()
     const resets = output.split('\n').filter((line) => line.includes('previous devnet run’s index was reset'))
@@ -60,7 +61,7 @@ describe('chain identity', () => {
       chain = await startTestChain()
       const env = { DATABASE_URL: realDatabase.url, REDIS_URL: redis.url, QUEUE_PREFIX: `${redis.prefix}real`, DEVNET: 'false', LOG_LEVEL: 'info' }
       const follower = spawnRole('follower', { ...env, CHAINS: chainsEnv([chain.config]) })
-      await until(follower, 'follower lock acquired')
+      await logged(follower, 'follower lock acquired')
       await stop(follower)
       const genesis = (await chain.client.getBlock({ blockNumber: 0n })).hash
       await chain.stop()

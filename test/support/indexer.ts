@@ -1,11 +1,11 @@
 import { Registry as MetricsRegistry } from 'prom-client'
-import { setTimeout as sleep } from 'node:timers/promises'
 import type { ChainConfig } from '../../src/config/chains.js'
 import { loadConfig, type Config } from '../../src/config/env.js'
 import type { Database } from '../../src/db/client.js'
 import { indexedThrough } from '../../src/store/ranges.js'
 import { startIndexer, type IndexerRoles, type RunningIndexer } from '../../src/bin/indexer.js'
 import { createLogger } from '../../src/logger.js'
+import { until } from './poll.js'
 
 /** Environment for an indexer under test: its own database and Redis prefix, quick polling. */
 export function indexerEnv(options: { databaseUrl: string; redisUrl: string; prefix: string; extra?: Record<string, string> }): Record<string, string> {
@@ -50,13 +50,11 @@ export function anvilChain(rpcUrl: string, overrides: Partial<ChainConfig> = {})
 
 /** Waits until every block up to `block` is indexed. */
 export async function waitForIndexed(db: Database, chainId: number, block: number, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const through = await indexedThrough(db.$client, chainId)
-    if (through !== undefined && through >= block) return
-    if (Date.now() > deadline) throw new Error(`chain ${chainId} indexed through ${through}, wanted ${block}, after ${timeoutMs} ms`)
-    await sleep(100)
-  }
+  const through = () => indexedThrough(db.$client, chainId)
+  await until(`chain ${chainId} indexed through ${block}`, async () => ((await through()) ?? -1) >= block, {
+    timeoutMs,
+    describe: async () => `indexed through ${await through()}`,
+  })
 }
 
 export type CodeTotals = { transactions: number; userOperations: number; reverted: number; suffixGas: number }
@@ -112,14 +110,15 @@ export function malformedFromTruth(truth: { malformed: Array<{ txHash: string; u
 
 /** Waits until the index holds block `number` with exactly this hash (the node's branch, after a reorg). */
 export async function waitForIndexedBlock(db: Database, chainId: number, number: number, hash: string, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
+  const indexed = async () => {
     const through = await indexedThrough(db.$client, chainId)
     const [row] = await db.$client<{ hash: string }[]>`select hash from blocks where chain_id = ${chainId} and number = ${number}`
-    if (through !== undefined && through >= number && row?.hash === hash.toLowerCase()) return
-    if (Date.now() > deadline) throw new Error(`block ${number} ${hash} not indexed after ${timeoutMs} ms (indexed through ${through}, have ${row?.hash})`)
-    await sleep(100)
+    return { through, hash: row?.hash }
   }
+  await until(`block ${number} ${hash} indexed`, async () => {
+    const state = await indexed()
+    return state.through !== undefined && state.through >= number && state.hash === hash.toLowerCase()
+  }, { timeoutMs, describe: async () => JSON.stringify(await indexed()) })
 }
 
 /**

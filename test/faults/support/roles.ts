@@ -1,8 +1,8 @@
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { spawnRole, type RoleProcess } from '../../support/processes.js'
+import { until as poll } from '../../support/poll.js'
 
 export const logsDir = fileURLToPath(new URL('../../../test-output/faults/logs/', import.meta.url))
 
@@ -37,15 +37,8 @@ export function startRole(role: Parameters<typeof spawnRole>[0], env: Record<str
   return { ...process_, name, log, logged: (text) => log().includes(text) }
 }
 
-/** Polls `check` every 50 ms until it holds, failing with `what` after `timeoutMs`. */
-export async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 120_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    if (await check()) return
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    await sleep(50)
-  }
-}
+/** The test kit's one polling helper, with the fault suite's longer default wait. */
+export const until = (what: string, check: () => Promise<boolean> | boolean, timeoutMs = 120_000) => poll(what, check, { timeoutMs })
 
 /** Each secret that appears anywhere in the texts (none expected). */
 export function leakedSecrets(texts: readonly string[], secrets: readonly string[]): string[] {
