@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { appendTruth, emptyTruth, totalsByCode, type GroundTruth } from '../../devnet/ledger.js'
 import { countPending } from '../../src/store/ranges.js'
@@ -7,6 +6,7 @@ import { indexerEnv, startTestIndexer, totalsFromIndex, waitForIndexed } from '.
 import { chainsEnv, spawnRole } from '../support/processes.js'
 import { startRpcProxy } from '../support/rpc-proxy.js'
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from '../support/services.js'
+import { until } from '../support/poll.js'
 
 let chain: TestChain
 /** Everything this file sent to the chain: each test indexes the chain from block 0 into a fresh database. */
@@ -42,9 +42,15 @@ describe('follower', () => {
     const head = Number(await chain.client.getBlockNumber())
     await withServices('backpressure', async (database, redis) => {
       const env = indexerEnv({ databaseUrl: database.url, redisUrl: redis.url, prefix: redis.prefix, extra: { RANGE_SIZE: '2', MAX_PENDING_RANGES: '3' } })
-      const follower = await startTestIndexer({ db: database.db, env, chains: [chain.config], roles: { follower: true, worker: false } })
+      // the follower reads the head through a proxy that counts its calls: the proof it kept ticking
+      const proxy = await startRpcProxy({ target: chain.rpcUrl })
+      const follower = await startTestIndexer({ db: database.db, env, chains: [{ ...chain.config, rpcUrl: proxy.url }], roles: { follower: true, worker: false } })
+      const headCalls = () => proxy.methodCalls['eth_getBlockByNumber'] ?? 0
       try {
-        await sleep(1_500)
+        await until('3 pending ranges', async () => (await countPending(database.db.$client, chain.chainId)) >= 3)
+        // three more calls to the node after the limit was reached: the follower looked again and cut nothing
+        const reached = headCalls()
+        await until('three more follower ticks', () => headCalls() >= reached + 3)
         expect(await countPending(database.db.$client, chain.chainId)).toBe(3)
         expect(await follower.queue.getWaitingCount()).toBe(3)
         const worker = await startTestIndexer({ db: database.db, env, chains: [chain.config], roles: { follower: false, worker: true } })
@@ -55,6 +61,7 @@ describe('follower', () => {
         }
       } finally {
         await follower.stop()
+        await proxy.close()
       }
     })
   })
@@ -99,8 +106,10 @@ describe('follower', () => {
         const before = await totalsFromIndex(database.db, chain.chainId)
         // the node now answers as if it were 3 blocks behind: an older head and no newer blocks
         const lag = 3
-        proxy.setRewrite((request, response) => lagBehind(request, response, head - lag))
-        await sleep(1_500)
+        const lagging = { headsServed: 0 }
+        proxy.setRewrite((request, response) => lagBehind(request, response, head - lag, lagging))
+        // three lagging heads served: the follower compared the index with the lagging node three times
+        await until('three lagging heads served', () => lagging.headsServed >= 3)
         const [row] = await database.db.$client<{ ranges: number }[]>`select count(*)::int as ranges from ranges where to_block > ${head - lag}`
         // the ranges above the lagging node's head were kept: no rollback happened
         expect(row!.ranges).toBeGreaterThan(0)
@@ -136,9 +145,9 @@ describe('follower', () => {
 type RpcCall = { id: number; method: string; params?: unknown[] }
 
 /** Rewrites answers as a node whose head is `head` would give them. */
-function lagBehind(request: unknown, response: unknown, head: number): unknown {
+function lagBehind(request: unknown, response: unknown, head: number, seen: { headsServed: number }): unknown {
   if (Array.isArray(request) && Array.isArray(response)) {
-    return response.map((item: { id: number }) => lagBehind(request.find((r: RpcCall) => r.id === item.id), item, head))
+    return response.map((item: { id: number }) => lagBehind(request.find((r: RpcCall) => r.id === item.id), item, head, seen))
   }
   const call = request as RpcCall
   const answer = response as { result?: unknown }
@@ -147,7 +156,10 @@ function lagBehind(request: unknown, response: unknown, head: number): unknown {
     const tag = call.params?.[0]
     const number = tag === 'latest' ? head : Number.parseInt(String(tag), 16)
     if (number > head) return { ...answer, result: null }
-    if (tag === 'latest') return { ...answer, result: { ...(answer.result as object), number: `0x${head.toString(16)}` } }
+    if (tag === 'latest') {
+      seen.headsServed++
+      return { ...answer, result: { ...(answer.result as object), number: `0x${head.toString(16)}` } }
+    }
   }
   return response
 }
