@@ -1,21 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { totalsByCode, type GroundTruth } from '../../devnet/ledger.js'
+import type { GroundTruth } from '../../devnet/ledger.js'
 import { indexedThrough } from '../../src/store/ranges.js'
 import { startTestChain, sendMixedTraffic, type TestChain } from '../support/chain.js'
-import {
-  indexerEnv,
-  malformedFromIndex,
-  malformedFromTruth,
-  rowsFromIndex,
-  rowsFromTruth,
-  startTestIndexer,
-  totalsFromIndex,
-  waitForIndexed,
-} from '../support/indexer.js'
+import { indexerEnv, startTestIndexer, waitForIndexed } from '../support/indexer.js'
 import { chainsEnv, spawnRole, type RoleProcess } from '../support/processes.js'
 import { createTestDatabase, createTestRedis, type TestDatabase } from '../support/services.js'
 import { until } from '../support/poll.js'
+import { expectIndexMatchesTruth } from '../support/fixtures.js'
 
 let chain: TestChain
 let truth: GroundTruth
@@ -31,11 +23,7 @@ afterAll(async () => {
   await chain?.stop()
 })
 
-async function expectExact(database: TestDatabase) {
-  expect(await totalsFromIndex(database.db, chain.chainId)).toEqual(totalsByCode(truth))
-  expect(await rowsFromIndex(database.db, chain.chainId)).toEqual(rowsFromTruth(truth))
-  expect(await malformedFromIndex(database.db, chain.chainId)).toEqual(malformedFromTruth(truth))
-}
+const expectExact = (database: TestDatabase) => expectIndexMatchesTruth(database.db, chain.chainId, truth)
 
 /**
  * Backfill with the follower in this process and workers as child processes

@@ -1,38 +1,19 @@
-import { afterAll, beforeAll, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { appendTruth, emptyTruth, totalsByCode } from '../../devnet/ledger.js'
-import { startTestChain, sendMixedTraffic, type TestChain } from '../support/chain.js'
-import {
-  indexerEnv,
-  malformedFromIndex,
-  malformedFromTruth,
-  rowsFromIndex,
-  rowsFromTruth,
-  startTestIndexer,
-  totalsFromIndex,
-  waitForIndexedBlock,
-} from '../support/indexer.js'
-import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from '../support/services.js'
+import { sendMixedTraffic } from '../support/chain.js'
+import { expectIndexMatchesTruth, useChainServices } from '../support/fixtures.js'
+import { indexerEnv, startTestIndexer, totalsFromIndex, waitForIndexedBlock } from '../support/indexer.js'
 
-let chain: TestChain
-let database: TestDatabase
-let redis: TestRedis
-
-beforeAll(async () => {
-  ;[chain, database, redis] = await Promise.all([startTestChain(), createTestDatabase('reorg'), createTestRedis()])
-}, 120_000)
-
-afterAll(async () => {
-  await chain?.stop()
-  await database?.drop()
-  await redis?.cleanup()
-})
+const services = useChainServices('reorg')
 
 async function waitForNodeHead() {
+  const { chain, database } = services
   const block = await chain.client.getBlock()
   await waitForIndexedBlock(database.db, chain.chainId, Number(block.number), block.hash!)
 }
 
 it('rolls back orphaned blocks and counts the new branch, reorg after reorg', async () => {
+  const { chain, database, redis } = services
   const indexer = await startTestIndexer({
     db: database.db,
     env: indexerEnv({ databaseUrl: database.url, redisUrl: redis.url, prefix: redis.prefix, extra: { RANGE_SIZE: '3' } }),
@@ -60,8 +41,7 @@ it('rolls back orphaned blocks and counts the new branch, reorg after reorg', as
       await waitForNodeHead()
       expect(await totalsFromIndex(database.db, chain.chainId)).toEqual(totalsByCode(canonical))
     }
-    expect(await rowsFromIndex(database.db, chain.chainId)).toEqual(rowsFromTruth(canonical))
-    expect(await malformedFromIndex(database.db, chain.chainId)).toEqual(malformedFromTruth(canonical))
+    await expectIndexMatchesTruth(database.db, chain.chainId, canonical)
   } finally {
     await indexer.stop()
   }
