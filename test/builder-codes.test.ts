@@ -100,6 +100,25 @@ describe('POST /v1/agents/builder-codes', () => {
     expect(second.builderCode).toMatch(/^bc_[0-9a-z]{8}$/)
   })
 
+  it('concurrent new wallets share inserts: each gets one code, a shared first candidate goes to one wallet, one creation per wallet', async () => {
+    const registry = createRegistry({
+      db: database.db,
+      deriveCandidate: (wallet, attempt) => (attempt === 0 ? 'bc_shared00' : deriveBuilderCode(wallet, attempt)),
+    })
+    const wallets = Array.from({ length: 60 }, randomWallet)
+    // every wallet asked twice at once: the second ask of a wallet may land in the same group as its first
+    const results = await Promise.all([...wallets, ...wallets].map((wallet) => registry.register(wallet)))
+    const codeOf = new Map<string, Set<string>>()
+    for (const result of results) codeOf.set(result.walletAddress, (codeOf.get(result.walletAddress) ?? new Set()).add(result.builderCode))
+    expect([...codeOf.values()].every((codes) => codes.size === 1)).toBe(true)
+    expect(new Set([...codeOf.values()].map((codes) => [...codes][0])).size).toBe(wallets.length)
+    expect(results.filter((result) => result.builderCode === 'bc_shared00')).toHaveLength(2)
+    expect(results.filter((result) => result.created)).toHaveLength(wallets.length)
+    const rows = await database.db.$client<{ n: number }[]>`
+      select count(*)::int as n from builder_codes where wallet_address = any(${wallets.map((w) => getAddress(w))}::text[])`
+    expect(rows[0]!.n).toBe(wallets.length)
+  })
+
   const badBodies: Array<[string, unknown, RegExp]> = [
     ['missing address', {}, /walletAddress: is required/],
     ['non-string address', { walletAddress: 42 }, /walletAddress: must be a string/],

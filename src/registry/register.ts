@@ -3,6 +3,7 @@ import { getAddress, type Address } from 'viem'
 import type { Database } from '../db/client.js'
 import { builderCodes } from '../db/schema/index.js'
 import { deriveBuilderCode } from './derive.js'
+import { createGroupedInsert } from './grouped-insert.js'
 
 /** Candidates tried before giving up; 36^8 codes make even a second attempt rare. */
 const MAX_ATTEMPTS = 32
@@ -48,6 +49,7 @@ function createPairCache(limit: number) {
 
 export function createRegistry({ db, deriveCandidate = deriveBuilderCode, cacheSize = 100_000 }: RegistryOptions) {
   const cache = createPairCache(cacheSize)
+  const insertCandidate = createGroupedInsert(db)
 
   /**
    * Returns the wallet's builder code, creating it on first call. Safe under
@@ -62,10 +64,8 @@ export function createRegistry({ db, deriveCandidate = deriveBuilderCode, cacheS
     // insert first: a new wallet costs one round trip; a stored one conflicts on its wallet key and is read after
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const code = deriveCandidate(wallet, attempt)
-      // the driver's prepared statement: the hot path of a registration, built once instead of per request
-      const inserted = await db.$client<{ code: string }[]>`
-        insert into builder_codes (code, wallet_address) values (${code}, ${wallet}) on conflict do nothing returning code`
-      if (inserted.length > 0) {
+      // concurrent new wallets share one multi-row insert and its commit (grouped-insert.ts)
+      if (await insertCandidate({ code, wallet })) {
         cache.remember(code, wallet)
         return { builderCode: code, walletAddress: wallet, created: true }
       }
