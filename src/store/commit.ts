@@ -4,6 +4,7 @@ import type { Database } from '../db/client.js'
 import type { Hex } from 'viem'
 import type { BlockContext } from '../attribution/records.js'
 import type { Resolution } from '../attribution/decode.js'
+import { boundedReason } from '../attribution/limits.js'
 import { EVERY_CHAIN } from '../db/schema/index.js'
 import { ATTRIBUTION_EVENTS_CHANNEL } from './events.js'
 import type { RangeJob } from './ranges.js'
@@ -302,7 +303,7 @@ async function commitStatement(sql: postgres.Sql, results: readonly RangeResult[
       block_number: m.blockNumber,
       tx_hash: m.txHash,
       user_op_index: m.userOpIndex,
-      reason: m.reason.slice(0, 500),
+      reason: boundedReason(m.reason),
     })),
   )
   const [row] = await sql<{ scope_ok: boolean; done: Array<{ chainId: number; fromBlock: number; inserted: number }> }[]>`
