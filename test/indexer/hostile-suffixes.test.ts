@@ -3,6 +3,7 @@ import type { Hex } from 'viem'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { calldataGas } from '../../src/attribution/gas.js'
 import { boundedCode } from '../../src/attribution/limits.js'
+import { removeAttributionsAbove } from '../../src/store/commit.js'
 import { startAnvil, type Anvil } from '../../devnet/anvil.js'
 import { createDevnetClient } from '../../devnet/client.js'
 import { anvilChain, indexThrough, malformedFromIndex, totalsFromIndex, type CodeTotals } from '../support/indexer.js'
@@ -97,4 +98,20 @@ it('one hostile transaction per block: every range commits, honest totals exact,
     select (select max(octet_length(code)) from attributions)::int as code, (select max(length(reason)) from malformed_suffixes)::int as reason`
   expect(longest!.code).toBeLessThanOrEqual(64)
   expect(longest!.reason).toBeLessThanOrEqual(200)
+  // each attributed transaction's suffix is stored once, beside its rows; a rollback takes both away
+  const suffixesMatchRows = async () => {
+    const [counts] = await sql<{ suffixes: number; units: number; orphans: number }[]>`
+      select (select count(*) from attribution_suffixes)::int as suffixes,
+        (select count(*) from (select distinct chain_id, tx_hash, user_op_index from attributions) u)::int as units,
+        (select count(*) from attribution_suffixes s where not exists (select 1 from attributions a
+          where a.chain_id = s.chain_id and a.tx_hash = s.tx_hash and a.user_op_index = s.user_op_index))::int as orphans`
+    return counts!
+  }
+  const before = await suffixesMatchRows()
+  expect(before).toEqual({ suffixes: before.units, units: 2 * blocks + 4, orphans: 0 })
+  await sql.begin((tx) => removeAttributionsAbove(tx, anvil.chainId, head - 5))
+  const after = await suffixesMatchRows()
+  expect(after.orphans).toBe(0)
+  expect(after.suffixes).toBe(after.units)
+  expect(after.units).toBeLessThan(before.units)
 })
