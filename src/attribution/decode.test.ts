@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from 'node:crypto'
 import fc from 'fast-check'
 import { Cbor } from 'ox'
 import { Attribution } from 'ox/erc8021'
@@ -6,6 +7,7 @@ import { decodeAttribution, type Attributed } from './decode.js'
 import { calldataGas } from './gas.js'
 import { hasMarker, hasMarkerBytes, MARKER_HEX } from './marker.js'
 import { isValidCode } from './codes.js'
+import { ATTRIBUTION_LIMITS, boundedCode, boundedReason } from './limits.js'
 
 const MARKER = `0x${MARKER_HEX}`
 
@@ -284,5 +286,52 @@ describe('properties over random calldata', () => {
       }),
       { numRuns: 2_000 },
     )
+  })
+})
+
+describe('bounded cost per suffix (limits.ts)', () => {
+  const sha16 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 16)
+
+  it('a code past 64 bytes is kept invalid in its bounded form, distinct from its neighbours', () => {
+    const long = 'y'.repeat(120)
+    const longer = `${'y'.repeat(119)}z`
+    const result = attributed(Attribution.toDataSuffix({ codes: [long, 'ok', longer] }))
+    expect(result.codes).toEqual([`${'y'.repeat(40)}…${sha16(long)}`, 'ok', `${'y'.repeat(40)}…${sha16(longer)}`])
+    expect(result.entries.map((entry) => entry.valid)).toEqual([false, true, false])
+    expect(Buffer.byteLength(result.codes[0]!, 'utf8')).toBeLessThanOrEqual(64)
+  })
+
+  it('a code of exactly 64 bytes is kept as it is; multi-byte characters are never split', () => {
+    expect(boundedCode('q'.repeat(64))).toBe('q'.repeat(64))
+    const wide = '日'.repeat(30) // 90 bytes
+    expect(boundedCode(wide)).toBe(`${'日'.repeat(13)}…${sha16(wide)}`)
+  })
+
+  it('a schema-2 code of 4.5 KB makes the suffix malformed (too long), with a short reason', () => {
+    const result = decodeAttribution(Attribution.toDataSuffix({ appCode: 'x'.repeat(4500) }))
+    expect(result).toMatchObject({ kind: 'malformed', schemaId: 2, reason: 'suffix is 4525 bytes, more than 4096' })
+  })
+
+  it('a schema-2 code of 4 KB fits the suffix and is stored bounded', () => {
+    const code = 'x'.repeat(4000)
+    expect(attributed(Attribution.toDataSuffix({ appCode: code })).codes).toEqual([`${'x'.repeat(40)}…${sha16(code)}`])
+  })
+
+  it('3,000 codes in one suffix (17 KB) or 33 in a short one are malformed; 32 are fine', () => {
+    const many = Array.from({ length: 3000 }, (_, i) => `c${i}`)
+    expect(decodeAttribution(Attribution.toDataSuffix({ appCode: 'ok', serviceCodes: many }))).toMatchObject({ kind: 'malformed', reason: /more than 4096/ })
+    const thirtyThree = Array.from({ length: 33 }, (_, i) => `s${i}`)
+    expect(decodeAttribution(Attribution.toDataSuffix({ serviceCodes: thirtyThree }))).toMatchObject({ kind: 'malformed', reason: 'suffix carries 33 codes, more than 32' })
+    expect(decodeAttribution(Attribution.toDataSuffix({ codes: thirtyThree }))).toMatchObject({ kind: 'malformed', schemaId: 0, reason: 'suffix carries 33 codes, more than 32' })
+    expect(attributed(Attribution.toDataSuffix({ appCode: 'a', serviceCodes: thirtyThree.slice(0, 31) })).codes).toHaveLength(32)
+  })
+
+  it('every reason is at most 200 characters', () => {
+    for (let i = 0; i < 200; i++) {
+      const garbage = `0x${randomBytes(1 + (i % 300)).toString('hex')}${((i % 300) + 1).toString(16).padStart(4, '0')}02${MARKER_HEX}`
+      const result = decodeAttribution(garbage)
+      if (result.kind === 'malformed') expect(result.reason.length).toBeLessThanOrEqual(ATTRIBUTION_LIMITS.maxReasonChars)
+    }
+    expect(boundedReason('r'.repeat(500))).toHaveLength(200)
   })
 })

@@ -4,6 +4,7 @@ import { isValidCode } from './codes.js'
 import { calldataGas } from './gas.js'
 import { hasMarker, MARKER_BYTES } from './marker.js'
 import { detached } from './detached.js'
+import { ATTRIBUTION_LIMITS, boundedCode, boundedReason } from './limits.js'
 
 export type SchemaId = 0 | 1 | 2
 
@@ -65,7 +66,8 @@ function scanHex(hex: string, from: number): -1 | 0 | 1 {
   return upper
 }
 
-function malformed(reason: string, schemaId?: number): Malformed {
+function malformed(text: string, schemaId?: number): Malformed {
+  const reason = boundedReason(text)
   return schemaId === undefined ? { kind: 'malformed', reason } : { kind: 'malformed', reason, schemaId }
 }
 
@@ -160,12 +162,13 @@ function lenientUtf8(hex: string, from: number, to: number): string {
 
 /**
  * A code as it is stored and served: NUL, which no Postgres text can hold,
- * becomes U+FFFD like bytes that are not UTF-8. Either way the code is
- * outside the registry rule, so it is counted under that name, flagged
- * invalid, and never resolved.
+ * becomes U+FFFD like bytes that are not UTF-8, and a code past
+ * ATTRIBUTION_LIMITS.maxCodeBytes is cut to its bounded form (limits.ts).
+ * Either way the code is outside the registry rule, so it is counted under
+ * that name, flagged invalid, and never resolved.
  */
 function storableCode(code: string): string {
-  return code.includes('\0') ? code.replaceAll('\0', '\uFFFD') : code
+  return boundedCode(code.includes('\0') ? code.replaceAll('\0', '\uFFFD') : code)
 }
 
 /**
@@ -226,6 +229,8 @@ function parseCbor(hex: string, size: number, start: number): Parsed | Malformed
   }
   if (!decoded || typeof decoded !== 'object' || Array.isArray(decoded)) return malformed('CBOR payload is not a map', 2)
   const map = decoded as { a?: unknown; w?: unknown; s?: unknown; r?: { a?: CborRegistry; w?: CborRegistry }; m?: unknown }
+  // refused before a code is read: a few kilobytes of CBOR can list thousands of one-letter codes
+  if (Array.isArray(map.s) && map.s.length > ATTRIBUTION_LIMITS.maxSuffixCodes) return tooManyCodes(map.s.length)
   const entries: AttributedCode[] = []
   // CBOR text strings are decoded leniently (bad UTF-8 becomes U+FFFD): such a code is kept, flagged invalid
   if (typeof map.a === 'string') entries.push(entry(storableCode(map.a), 'app'))
@@ -243,6 +248,10 @@ function parseCbor(hex: string, size: number, start: number): Parsed | Malformed
   return parsed
 }
 
+function tooManyCodes(count: number, schemaId = 2): Malformed {
+  return malformed(`suffix carries ${count} codes, more than ${ATTRIBUTION_LIMITS.maxSuffixCodes}`, schemaId)
+}
+
 /** CBOR metadata may hold bigints and byte strings; turn them into JSON-friendly strings. */
 function jsonSafe(value: unknown, depth = 0): unknown {
   if (depth > 16) return null
@@ -255,6 +264,17 @@ function jsonSafe(value: unknown, depth = 0): unknown {
   return value
 }
 
+
+/**
+ * Decoded suffixes by their hex. An app appends the same suffix to all its
+ * transactions, so most attributed calldata repeats a suffix seen moments
+ * ago. Results are shared between callers and never mutated.
+ */
+const recentSuffixes = new Map<string, Attributed | Malformed>()
+/** Distinct suffixes remembered (about 3 MB): the suffixes of the apps active right now. */
+const RECENT_SUFFIXES = 4_096
+/** Longest suffix remembered (bytes): every honest suffix, and a bound on what the cache can hold. */
+const RECENT_SUFFIX_BYTES = 512
 
 /**
  * Decodes the ERC-8021 suffix of hex calldata. Never throws: calldata
@@ -278,25 +298,23 @@ export function decodeAttribution(input: string): DecodeResult {
   if (schemaId < 0) return malformed('calldata is not hex')
   const start = locateSuffix(input, size, schemaId)
   if (typeof start !== 'number') return start
+  // checked before the suffix is scanned or parsed: its cost stays bounded whatever its length fields say
+  if (size - start > ATTRIBUTION_LIMITS.maxSuffixBytes) {
+    return malformed(`suffix is ${size - start} bytes, more than ${ATTRIBUTION_LIMITS.maxSuffixBytes}`, schemaId)
+  }
   const tail = input.slice(2 + 2 * start)
   const cached = recentSuffixes.get(tail)
   if (cached) return cached
   const key = detached(tail)
   const result = decodeSuffix(input, size, start, schemaId, key)
+  // a long suffix is decoded each time: remembering thousands of them is what an attacker would want
+  if (tail.length > 2 * RECENT_SUFFIX_BYTES) return result
   // oldest first out: Map keeps insertion order
   if (recentSuffixes.size >= RECENT_SUFFIXES) recentSuffixes.delete(recentSuffixes.keys().next().value!)
   recentSuffixes.set(key, result)
   return result
 }
 
-/**
- * Decoded suffixes by their hex. An app appends the same suffix to all its
- * transactions, so most attributed calldata repeats a suffix seen moments
- * ago. Results are shared between callers and never mutated.
- */
-const recentSuffixes = new Map<string, Attributed | Malformed>()
-/** Distinct suffixes remembered (about 3 MB): the suffixes of the apps active right now. */
-const RECENT_SUFFIXES = 4_096
 
 function decodeSuffix(input: string, size: number, start: number, schemaId: number, tail: string): Attributed | Malformed {
   const hexCase = scanHex(input, 2 + 2 * start)
@@ -304,6 +322,7 @@ function decodeSuffix(input: string, size: number, start: number, schemaId: numb
   const parsed = schemaId === 2 ? parseCbor(input, size, start) : parseCodes(input, size, start, schemaId as 0 | 1)
   if ('kind' in parsed) return parsed
   if (parsed.entries.length === 0) return malformed('suffix carries no codes', schemaId)
+  if (parsed.entries.length > ATTRIBUTION_LIMITS.maxSuffixCodes) return tooManyCodes(parsed.entries.length, schemaId)
   const suffix = `0x${hexCase ? tail.toLowerCase() : tail}` as Hex
   const result: Attributed = {
     kind: 'attributed',

@@ -148,4 +148,20 @@ describe('detectCandidate and attributionsOf', () => {
     expect(needsReceipt(candidate)).toBe(false)
     expect(malformedOf(candidate, block)).toEqual([{ txHash: candidate.tx.hash, userOpIndex: 0, blockNumber: 7, reason: expect.stringMatching(/before the start/) }])
   })
+
+  it('a bundle stops past 256 suffixes or 1,024 codes, naming where, and counts what came before', () => {
+    const ops = Array.from({ length: 300 }, (_, n) => packedOp(n + 1, concat([executeCall, suffix([`op${n}`])])))
+    const input = encodeFunctionData({ abi: entryPoint07Abi, functionName: 'handleOps', args: [ops, beneficiary] })
+    const candidate = detectCandidate(tx(input, entryPoint07Address), entryPoints)!
+    expect(candidate.attributedOps).toHaveLength(256)
+    expect(malformedOf(candidate, block)).toEqual([
+      { txHash: candidate.tx.hash, userOpIndex: 256, blockNumber: 7, reason: 'bundle carries more than 256 suffixes: this UserOperation and the rest are not read' },
+    ])
+    // 40 ops of 32 codes: the 33rd op would pass 1,024 codes
+    const wide = Array.from({ length: 40 }, (_, n) => packedOp(n + 1, concat([executeCall, suffix(Array.from({ length: 32 }, (_, i) => `o${n}_${i}`))])))
+    const wideInput = encodeFunctionData({ abi: entryPoint07Abi, functionName: 'handleOps', args: [wide, beneficiary] })
+    const wideCandidate = detectCandidate(tx(wideInput, entryPoint07Address), entryPoints)!
+    expect(wideCandidate.attributedOps).toHaveLength(32)
+    expect(malformedOf(wideCandidate, block).map((m) => [m.userOpIndex, m.reason])).toEqual([[32, expect.stringMatching(/more than 1024 codes/)]])
+  })
 })

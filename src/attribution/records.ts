@@ -3,6 +3,7 @@ import type { TransactionFilter } from '../rpc/block-scan.js'
 import type { RawReceipt, RawTransaction } from '../rpc/objects.js'
 import { decodeAttribution, type Attributed, type Malformed } from './decode.js'
 import { detached } from './detached.js'
+import { ATTRIBUTION_LIMITS } from './limits.js'
 import { hasMarker, MARKER_HEX } from './marker.js'
 import {
   extractUserOperations,
@@ -87,14 +88,41 @@ export function detectCandidate(tx: RawTransaction, entryPoints: ReadonlySet<str
   }
   if (bundle) {
     candidate.entryPoint = slim.to!
-    for (const { index, sender, nonce, callData } of extractUserOperations(input) ?? []) {
-      const result = decodeAttribution(callData)
-      if (result.kind === 'attributed') candidate.attributedOps.push({ op: { index, sender, nonce }, result })
-      else if (result.kind === 'malformed') candidate.malformedOps.push({ op: { index, sender, nonce }, result })
-    }
+    readBundle(candidate, extractUserOperations(input) ?? [])
   }
   const interesting = candidate.own !== undefined || candidate.attributedOps.length > 0 || candidate.malformedOps.length > 0
   return interesting ? candidate : undefined
+}
+
+/**
+ * The suffixes of a bundle's UserOperations, within ATTRIBUTION_LIMITS: past
+ * `maxBundleSuffixes` suffixes or `maxBundleCodes` codes the bundle stops,
+ * and the UserOperation where it stopped is recorded as malformed with the
+ * reason. What came before it counts; nothing after it is read, so one
+ * bundle's rows, and the work to make them, stay bounded.
+ */
+function readBundle(candidate: Candidate, ops: readonly BundledUserOperation[]): void {
+  let suffixes = 0
+  let codes = 0
+  for (const { index, sender, nonce, callData } of ops) {
+    const result = decodeAttribution(callData)
+    if (result.kind === 'none') continue
+    const op = { index, sender, nonce }
+    suffixes++
+    if (result.kind === 'attributed') codes += result.codes.length
+    const over =
+      suffixes > ATTRIBUTION_LIMITS.maxBundleSuffixes
+        ? `bundle carries more than ${ATTRIBUTION_LIMITS.maxBundleSuffixes} suffixes`
+        : codes > ATTRIBUTION_LIMITS.maxBundleCodes
+          ? `bundle carries more than ${ATTRIBUTION_LIMITS.maxBundleCodes} codes`
+          : undefined
+    if (over) {
+      candidate.malformedOps.push({ op, result: { kind: 'malformed', reason: `${over}: this UserOperation and the rest are not read` } })
+      return
+    }
+    if (result.kind === 'attributed') candidate.attributedOps.push({ op, result })
+    else candidate.malformedOps.push({ op, result })
+  }
 }
 
 /** Whether the receipt must be fetched: only for something that will be counted. */

@@ -1,7 +1,7 @@
 import { and, eq } from 'drizzle-orm'
 import type { Hex } from 'viem'
 import type { Database, Sql } from '../db/client.js'
-import { attributions } from '../db/schema/index.js'
+import { attributions, attributionSuffixes } from '../db/schema/index.js'
 
 /** Reads of attribution rows: by hash, and a code's rows a page at a time. Never a scan. */
 
@@ -66,8 +66,8 @@ export type IndexedHash = { blockNumber: number; txHash: string; userOpHash: str
 
 /**
  * Any indexed row of a transaction's own suffix, or of a UserOperation, by
- * hash; undefined when the index does not hold it. Rows are one per code,
- * and each carries the whole suffix.
+ * hash, with the suffix (stored once per transaction or UserOperation, in
+ * attribution_suffixes); undefined when the index does not hold it.
  */
 export async function findAttributionByHash(
   db: Database,
@@ -83,9 +83,17 @@ export async function findAttributionByHash(
       txHash: attributions.txHash,
       userOpHash: attributions.userOpHash,
       status: attributions.status,
-      suffix: attributions.suffix,
+      suffix: attributionSuffixes.suffix,
     })
     .from(attributions)
+    .innerJoin(
+      attributionSuffixes,
+      and(
+        eq(attributionSuffixes.chainId, attributions.chainId),
+        eq(attributionSuffixes.txHash, attributions.txHash),
+        eq(attributionSuffixes.userOpIndex, attributions.userOpIndex),
+      ),
+    )
     .where(match)
     .limit(1)
   return row

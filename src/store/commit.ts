@@ -1,20 +1,17 @@
 import type postgres from 'postgres'
-import type { AttributionRecord, MalformedRecord } from '../attribution/records.js'
-import type { Database } from '../db/client.js'
 import type { Hex } from 'viem'
-import type { BlockContext } from '../attribution/records.js'
-import type { Resolution } from '../attribution/decode.js'
-import { EVERY_CHAIN } from '../db/schema/index.js'
-import { ATTRIBUTION_EVENTS_CHANNEL } from './events.js'
+import { boundedReason } from '../attribution/limits.js'
+import type { AttributionRecord, BlockContext, MalformedRecord } from '../attribution/records.js'
+import type { Database } from '../db/client.js'
+import { aggregateCtes } from './aggregates.js'
+import { AGGREGATED_COLUMNS, attributionInsert, suffixInsert, type AttributionRow, type UnnestInsert } from './attribution-columns.js'
+import { everyChainKeptIn, forgetEveryChainState, scopeCheck, writesEveryChain } from './every-chain.js'
 import type { RangeJob } from './ranges.js'
-import { CHAIN_SCOPE_KEY, CODE_SCOPE_KEY, scopedDistinctCtes } from './scope-refs.js'
-import { chainScopes, everyChainKeptIn, forgetEveryChainState, scopeCheck, writesEveryChain } from './every-chain.js'
+
+export type { AttributionRow } from './attribution-columns.js'
 
 /** A block of a range as stored: the recent chain the reorg check walks. */
 export type IndexedBlock = BlockContext & { parentHash: Hex; txCount: number }
-
-/** One attribution row: a record and one of its codes, resolved against the registry. */
-export type AttributionRow = { record: AttributionRecord; code: string; resolution: Resolution }
 
 export type RangeResult = {
   job: RangeJob
@@ -28,200 +25,27 @@ export type CommitOutcome = { committed: boolean; inserted: number }
 
 type Sql = postgres.Sql | postgres.TransactionSql | postgres.ReservedSql
 
-function attributionColumns(chainId: number, { record, code, resolution }: AttributionRow) {
-  const { attribution } = record
-  return {
-    chain_id: chainId,
-    block_number: record.blockNumber,
-    block_hash: record.blockHash,
-    block_timestamp: new Date(record.blockTimestamp * 1000).toISOString(),
-    tx_hash: record.txHash,
-    tx_index: record.txIndex,
-    kind: record.kind,
-    user_op_index: record.userOpIndex,
-    user_op_hash: record.userOpHash ?? null,
-    sender: record.sender,
-    target: record.target,
-    code,
-    code_status: resolution.status,
-    code_wallet: resolution.wallet,
-    codes: attribution.codes,
-    schema_id: attribution.schemaId,
-    registry_chain_id: resolution.registry?.chainId ?? null,
-    registry_address: resolution.registry?.address ?? null,
-    suffix: attribution.suffix,
-    suffix_bytes: attribution.suffixBytes,
-    suffix_gas: attribution.suffixGas,
-    status: record.status,
-    actual_gas_cost: record.actualGasCost?.toString() ?? null,
-  }
+const RETURNED_COLUMNS = AGGREGATED_COLUMNS.map((name) => `"${name}"`).join(', ')
+
+/**
+ * `unnest(…) as u(columns)` over one text array per column: the rows travel
+ * as as many parameters as the table has columns, whatever their number, and
+ * PostgreSQL reads each value with its column's input function (no JSON
+ * document to parse and walk).
+ */
+function unnestRows<Source>(sql: Sql, insert: UnnestInsert<Source>, sources: readonly Source[], chainIdOf: (source: Source) => number) {
+  const arrays = insert.arrays(sources, chainIdOf)
+  const parameters = arrays
+    .map((values, i) => sql`${sql.array(values, 25)}::${sql.unsafe(insert.arrayTypes[i]!)}`)
+    .reduce((list, parameter) => sql`${list}, ${parameter}`)
+  return sql`unnest(${parameters}) as u(${sql.unsafe(insert.names.map((name) => `"${name}"`).join(', '))})`
 }
 
-/** The columns every aggregate is computed from, as the `returning` of an insert or delete of attribution rows. */
-const AGGREGATED_COLUMNS =
-  'code, chain_id, block_number, kind, status, suffix_gas, block_timestamp, sender, tx_hash, user_op_index, registry_chain_id, registry_address'
-
-/**
- * What the stream's events name: the kind of change, and a CTE of the block
- * ranges it covers (`chain_id, from_block, to_block`; `to_block` null for a
- * rollback, everything from `from_block` up).
- */
-type EventRanges = { type: 'commit' | 'rollback'; ranges: string }
-
-/**
- * Everything the attribution rows in the CTE `rows` move (inserted, or
- * deleted with `sign` -1), as data-modifying CTEs of the statement that
- * inserts or deletes them — so the aggregates change in the same transaction
- * as the rows, exactly once:
- * - per code × registry namespace × chain × UTC day (and hour) × kind totals;
- * - per chain × day (and hour) × kind: attribution rows and distinct
- *   successful / failed transactions and UserOperations;
- * - exact unique senders per code × day (with its distinct count per day,
- *   per chain and registry, for any registry, and for every chain while
- *   `everyChain` is kept: scope-refs.ts, every-chain.ts) and per chain × day,
- *   as reference counts (a sender with 0 attributions left counts no more);
- * - the rolling windows (leaderboard, active codes, unique senders);
- * - one stream event per range and code, and a notification (sent on commit)
- *   per range naming them.
- * Rows are upserted in key order so concurrent commits take the shared rows'
- * locks in the same order and wait for each other instead of deadlocking.
- */
-function aggregateCtes(sql: Sql, rows: string, sign: 1 | -1, event: EventRanges, everyChain: boolean) {
-  const bucketedRows = sql`
-    buckets as (
-      select code, chain_id, block_number, kind, status, suffix_gas, sender, tx_hash || ':' || user_op_index as item,
-        case when registry_address is null then 'canonical' else registry_chain_id::text || ':' || lower(registry_address) end as registry,
-        (block_timestamp at time zone 'UTC')::date as day,
-        date_trunc('hour', block_timestamp, 'UTC') as hour
-      from ${sql(rows)}
-    )`
-  const codeTotals = (cte: string, table: string, bucket: 'day' | 'hour') => sql`
-    ${sql(cte)} as (
-      insert into ${sql(table)} as t (code, registry, chain_id, ${sql(bucket)}, kind, success_count, reverted_count, suffix_gas)
-      select code, registry, chain_id, ${sql(bucket)}, kind,
-             ${sign} * count(*) filter (where status = 'success'), ${sign} * count(*) filter (where status = 'reverted'), ${sign} * sum(suffix_gas)
-      from buckets group by 1, 2, 3, 4, 5 order by 1, 2, 3, 4, 5
-      on conflict (code, registry, chain_id, ${sql(bucket)}, kind) do update set
-        success_count = t.success_count + excluded.success_count,
-        reverted_count = t.reverted_count + excluded.reverted_count,
-        suffix_gas = t.suffix_gas + excluded.suffix_gas
-      returning 1
-    )`
-  // a transaction is wholly inside one range, so its rows (one per code) are all in `rows`: distinct items are exact
-  const chainTotals = (cte: string, table: string, bucket: 'day' | 'hour') => sql`
-    ${sql(cte)} as (
-      insert into ${sql(table)} as t (chain_id, ${sql(bucket)}, kind, attributions, success_count, reverted_count)
-      select chain_id, ${sql(bucket)}, kind, ${sign} * count(*),
-             ${sign} * count(distinct item) filter (where status = 'success'), ${sign} * count(distinct item) filter (where status = 'reverted')
-      from buckets group by 1, 2, 3 order by 1, 2, 3
-      on conflict (chain_id, ${sql(bucket)}, kind) do update set
-        attributions = t.attributions + excluded.attributions,
-        success_count = t.success_count + excluded.success_count,
-        reverted_count = t.reverted_count + excluded.reverted_count
-      returning 1
-    )`
-  return sql`
-    ${bucketedRows},
-    ${codeTotals('code_daily', 'code_daily_totals', 'day')},
-    ${codeTotals('code_hourly', 'code_hourly_totals', 'hour')},
-    ${chainTotals('chain_daily', 'chain_daily_totals', 'day')},
-    ${chainTotals('chain_hourly', 'chain_hourly_totals', 'hour')},
-    code_sender_deltas as (
-      -- each row counts in its own chain and registry, for any registry ('*'), and (when kept) for every chain (0)
-      select b.code, s.registry, s.chain_id, b.day, b.sender, ${sign} * count(*) as delta
-      from buckets b cross join lateral (values (b.registry, b.chain_id), ('*', b.chain_id)
-        ${everyChain ? sql`, (b.registry, ${EVERY_CHAIN}::int), ('*', ${EVERY_CHAIN}::int)` : sql``}) as s(registry, chain_id)
-      group by 1, 2, 3, 4, 5
-    ),
-    ${scopedDistinctCtes(sql, {
-      name: 'code_senders',
-      deltas: 'code_sender_deltas',
-      refs: 'code_day_sender_refs',
-      rowKeys: ['code', 'day', 'sender'],
-      scopeKey: CODE_SCOPE_KEY,
-      counts: 'code_daily_sender_counts',
-      groupKeys: ['code', 'registry', 'chain_id', 'day'],
-    })},
-    chain_senders as (
-      insert into chain_daily_senders as t (chain_id, day, sender, attributions)
-      select chain_id, day, sender, ${sign} * count(*) from buckets group by 1, 2, 3 order by 2, 1, 3
-      on conflict (day, chain_id, sender) do update set attributions = t.attributions + excluded.attributions
-      returning 1
-    ),
-    ${rollingWindowCtes(sql, sign, everyChain)},
-    events as (
-      insert into attribution_events (type, chain_id, code, registry, from_block, to_block, attributions)
-      select ${event.type}, b.chain_id, code, registry, r.from_block, r.to_block, count(*)
-      from buckets b
-      join ${sql(event.ranges)} r on r.chain_id = b.chain_id and b.block_number >= r.from_block and (r.to_block is null or b.block_number <= r.to_block)
-      group by b.chain_id, r.from_block, r.to_block, code, registry order by b.chain_id, r.from_block, code, registry
-      returning id, chain_id, from_block
-    ),
-    notified as (
-      select pg_notify(${ATTRIBUTION_EVENTS_CHANNEL}, json_build_object(
-        'type', ${event.type}::text, 'chainId', chain_id, 'fromBlock', from_block, 'minId', min(id), 'maxId', max(id))::text)
-      from events group by chain_id, from_block
-    )`
-}
-
-/**
- * The ready rolling windows (rolling-windows.ts) the rows fall
- * in, per chain and (when kept) for every chain: per code totals, and per
- * sender reference counts whose crossings of 0 move the distinct-sender
- * counts. The bounds are locked FOR SHARE, so a window cannot move between
- * this statement reading them and its transaction committing.
- */
-function rollingWindowCtes(sql: Sql, sign: 1 | -1, everyChain: boolean) {
-  return sql`
-    -- every bounds row is locked, ready or not: a row filtered out before the lock would not wait for a build in progress
-    windows as (select name, subject, from_at, until_at, ready from window_bounds order by name for share),
-    windowed as (
-      select w.name as window_name, w.subject, s.scope, b.code, b.registry, b.kind, b.status, b.sender
-      from buckets b
-      cross join lateral ${chainScopes(sql, 'b.chain_id', everyChain)}
-      join windows w on w.ready and b.hour >= w.from_at and b.hour < w.until_at
-    ),
-    code_windows as (
-      insert into code_window_totals as t (window_name, scope, code, registry, transactions, user_operations, reverted)
-      select window_name, scope, code, registry,
-        ${sign} * count(*) filter (where status = 'success' and kind = 'transaction'),
-        ${sign} * count(*) filter (where status = 'success' and kind = 'userOperation'),
-        ${sign} * count(*) filter (where status = 'reverted')
-      from windowed where subject = 'code' group by 1, 2, 3, 4 order by 1, 2, 3, 4
-      on conflict (window_name, scope, code, registry) do update set
-        transactions = t.transactions + excluded.transactions,
-        user_operations = t.user_operations + excluded.user_operations,
-        reverted = t.reverted + excluded.reverted
-      returning 1
-    ),
-    sender_deltas as (
-      select window_name, scope, sender, ${sign} * count(*) as delta from windowed where subject = 'sender' group by 1, 2, 3
-    ),
-    ${scopedDistinctCtes(sql, {
-      name: 'window_senders',
-      deltas: 'sender_deltas',
-      refs: 'window_sender_refs',
-      rowKeys: ['window_name', 'sender'],
-      scopeKey: CHAIN_SCOPE_KEY,
-      counts: 'sender_window_counts',
-      groupKeys: ['window_name', 'scope'],
-    })},
-    code_sender_window_deltas as (
-      select w.name as window_name, d.code, d.registry, d.chain_id, d.sender, sum(d.delta) as delta
-      from code_sender_deltas d
-      join windows w on w.ready and w.subject = 'code-sender'
-        and (d.day::timestamp at time zone 'UTC') >= w.from_at and (d.day::timestamp at time zone 'UTC') < w.until_at
-      group by 1, 2, 3, 4, 5
-    ),
-    ${scopedDistinctCtes(sql, {
-      name: 'window_code_senders',
-      deltas: 'code_sender_window_deltas',
-      refs: 'window_code_sender_refs',
-      rowKeys: ['window_name', 'code', 'sender'],
-      scopeKey: CODE_SCOPE_KEY,
-      counts: 'code_sender_window_counts',
-      groupKeys: ['window_name', 'code', 'registry', 'chain_id'],
-    })}`
+/** Each attributed transaction or UserOperation of the rows, once: its suffix is stored once, not per code. */
+function recordsOf(rows: readonly AttributionRow[]): AttributionRecord[] {
+  const records: AttributionRecord[] = []
+  for (const row of rows) if (records.at(-1) !== row.record) records.push(row.record)
+  return records
 }
 
 /**
@@ -234,11 +58,16 @@ export async function removeAttributionsAbove(sql: postgres.TransactionSql | pos
   const [row] = await sql<{ removed: number }[]>`
     with gone as (
       delete from attributions where chain_id = ${chainId} and block_number > ${block}
-      returning ${sql.unsafe(AGGREGATED_COLUMNS)}
+      returning ${sql.unsafe(RETURNED_COLUMNS)}
+    ),
+    gone_suffixes as (
+      delete from attribution_suffixes s using (select distinct chain_id, tx_hash, user_op_index from gone) g
+      where s.chain_id = g.chain_id and s.tx_hash = g.tx_hash and s.user_op_index = g.user_op_index
+      returning 1
     ),
     rolled_back as (select ${chainId}::int as chain_id, ${block + 1}::bigint as from_block, null::bigint as to_block),
     ${aggregateCtes(sql, 'gone', -1, { type: 'rollback', ranges: 'rolled_back' }, everyChain)}
-    select count(*)::int as removed from gone, (select count(*) from notified) as n`
+    select count(*)::int as removed from gone, (select count(*) from notified) as n, (select count(*) from gone_suffixes) as s`
   return row!.removed
 }
 
@@ -295,14 +124,17 @@ async function commitStatement(sql: postgres.Sql, results: readonly RangeResult[
       tx_count: block.txCount,
     })),
   )
-  const attributions = results.flatMap(({ job, rows }) => rows.map((row) => attributionColumns(job.chainId, row)))
+  const chainOf = new Map<AttributionRow | AttributionRecord, number>()
+  for (const { job, rows } of results) for (const row of rows) chainOf.set(row, job.chainId)
+  const rows = results.flatMap((result) => result.rows)
+  const records = results.flatMap(({ job, rows }) => recordsOf(rows).map((record) => (chainOf.set(record, job.chainId), record)))
   const malformed = results.flatMap(({ job, malformed }) =>
     malformed.map((m) => ({
       chain_id: job.chainId,
       block_number: m.blockNumber,
       tx_hash: m.txHash,
       user_op_index: m.userOpIndex,
-      reason: m.reason.slice(0, 500),
+      reason: boundedReason(m.reason),
     })),
   )
   const [row] = await sql<{ scope_ok: boolean; done: Array<{ chainId: number; fromBlock: number; inserted: number }> }[]>`
@@ -336,18 +168,18 @@ async function commitStatement(sql: postgres.Sql, results: readonly RangeResult[
       returning 1
     ),
     inserted as (
-      insert into attributions (
-        chain_id, block_number, block_hash, block_timestamp, tx_hash, tx_index, kind, user_op_index, user_op_hash,
-        sender, target, code, code_status, code_wallet, codes, schema_id, registry_chain_id, registry_address,
-        suffix, suffix_bytes, suffix_gas, status, actual_gas_cost)
-      select * from jsonb_to_recordset(${JSON.stringify(attributions)}::jsonb)
-        as a(chain_id int, block_number bigint, block_hash text, block_timestamp timestamptz, tx_hash text, tx_index int,
-             kind text, user_op_index int, user_op_hash text, sender text, target text, code text, code_status text,
-             code_wallet text, codes text[], schema_id smallint, registry_chain_id bigint, registry_address text,
-             suffix text, suffix_bytes int, suffix_gas int, status text, actual_gas_cost text)
+      insert into attributions (${sql.unsafe(attributionInsert.names.map((name) => `"${name}"`).join(', '))})
+      select ${sql.unsafe(attributionInsert.selectList)} from ${unnestRows(sql, attributionInsert, rows, (row) => chainOf.get(row)!)}
       where exists (select 1 from done)
       on conflict (chain_id, tx_hash, user_op_index, code) do nothing
-      returning ${sql.unsafe(AGGREGATED_COLUMNS)}
+      returning ${sql.unsafe(RETURNED_COLUMNS)}
+    ),
+    stored_suffixes as (
+      insert into attribution_suffixes (${sql.unsafe(suffixInsert.names.map((name) => `"${name}"`).join(', '))})
+      select ${sql.unsafe(suffixInsert.selectList)} from ${unnestRows(sql, suffixInsert, records, (record) => chainOf.get(record)!)}
+      where exists (select 1 from done)
+      on conflict do nothing
+      returning 1
     ),
     stored_malformed as (
       insert into malformed_suffixes (chain_id, block_number, tx_hash, user_op_index, reason)
@@ -362,7 +194,8 @@ async function commitStatement(sql: postgres.Sql, results: readonly RangeResult[
       (select coalesce(json_agg(json_build_object('chainId', d.chain_id, 'fromBlock', d.from_block,
         'inserted', (select count(*) from inserted i where i.chain_id = d.chain_id and i.block_number between d.from_block and d.to_block))), '[]')
        from done d) as done,
-      (select count(*) from notified)::int as notified`
+      (select count(*) from notified)::int as notified,
+      (select count(*) from stored_suffixes)::int as suffixes`
   if (!row!.scope_ok) return undefined
   return results.map(({ job }) => {
     const outcome = row!.done.find((done) => done.chainId === job.chainId && done.fromBlock === job.fromBlock)

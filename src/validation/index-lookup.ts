@@ -9,8 +9,8 @@ import type { Finding, HashType } from './result.js'
  * UserOperation, or undefined when the index does not hold the hash (it
  * stores attributed ones only, so anything else is asked of the chain).
  *
- * Any row of the hash carries the whole suffix, and decoding that suffix
- * again gives back every code with its role, exactly as the indexer
+ * The suffix (stored once per transaction or UserOperation), decoded
+ * again, gives back every code with its role, exactly as the indexer
  * decoded it.
  */
 export async function findIndexed(db: Database, query: { type: HashType; hash: Hex; chainId: number }): Promise<Finding | undefined> {

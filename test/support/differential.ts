@@ -2,6 +2,7 @@ import { Attribution } from 'ox/erc8021'
 import { getAddress } from 'viem'
 import { decodeAttribution, type DecodeResult } from '../../src/attribution/decode.js'
 import { MARKER_HEX } from '../../src/attribution/marker.js'
+import { boundedCode } from '../../src/attribution/limits.js'
 import { candidateFilter } from '../../src/attribution/records.js'
 import { matchesFilter, scanBlockBatch, ScanFailed, type ScannedBlock } from '../../src/rpc/block-scan.js'
 import type { Random } from '../../devnet/random.js'
@@ -24,10 +25,17 @@ import { bundleDisagreement, eventDisagreement, randomBundleInput, randomEventLo
  * address or chain id value through (a decimal or negative chain id, a
  * non-address), which no registry lookup could use.
  */
-const DELIBERATE_REFUSALS = /reaches before the start|ends before|registry address is not an address|registry chain id is not an integer or hex/
+const DELIBERATE_REFUSALS =
+  /reaches before the start|ends before|registry address is not an address|registry chain id is not an integer or hex|suffix is \d+ bytes, more than \d+|codes, more than \d+/
 
-/** Codes as the codec stores them: NUL becomes U+FFFD (Postgres text cannot hold NUL). */
-const storable = (codes: readonly unknown[]) => [...new Set(codes.filter((code): code is string => typeof code === 'string').map((code) => code.replaceAll('\0', '\uFFFD')))]
+/**
+ * Codes as the codec stores them: NUL becomes U+FFFD (Postgres text cannot
+ * hold NUL), and a code past the length limit takes its bounded form
+ * (README, "Bounded cost per transaction").
+ */
+const storable = (codes: readonly unknown[]) => [
+  ...new Set(codes.filter((code): code is string => typeof code === 'string').map((code) => boundedCode(code.replaceAll('\0', '\uFFFD')))),
+]
 
 function referenceOf(input: string): { codes: string[]; chainIds: number[] } | 'refused' {
   let reference: Attribution.Attribution | undefined

@@ -98,12 +98,10 @@ export const attributions = pgTable(
     code: text('code').notNull(),
     codeStatus: text('code_status', { enum: ['registered', 'unregistered', 'invalid', 'custom'] }).notNull(),
     codeWallet: text('code_wallet'),
-    codes: text('codes').array().notNull(),
     schemaId: smallint('schema_id').notNull(),
     registryChainId: bigint('registry_chain_id', { mode: 'number' }),
     registryAddress: text('registry_address'),
-    suffix: text('suffix').notNull(),
-    suffixBytes: integer('suffix_bytes').notNull(),
+    /** Gas of the whole suffix, on every row: each aggregate sums it per code. The suffix itself is in attribution_suffixes. */
     suffixGas: integer('suffix_gas').notNull(),
     status: text('status', { enum: ['success', 'reverted'] }).notNull(),
     /** UserOperationEvent.actualGasCost (wei) for UserOperations. */
@@ -116,6 +114,28 @@ export const attributions = pgTable(
     // a code's attributions newest first, paged by keyset (time, id): attributions_code_page_idx, written by hand in
     // drizzle/0010_code_page_index.sql because it INCLUDEs the page's filter columns, which drizzle's builder cannot say
   ],
+)
+
+/**
+ * A transaction's own suffix, or one UserOperation's, stored once (issue 20:
+ * on every attribution row, a suffix of thousands of codes was stored as many
+ * times as it had codes). Written and rolled back with its attribution rows,
+ * in the same statement; keyed like them, so a lookup by hash finds it by
+ * the row it found.
+ */
+export const attributionSuffixes = pgTable(
+  'attribution_suffixes',
+  {
+    chainId: integer('chain_id').notNull(),
+    txHash: text('tx_hash').notNull(),
+    /** -1 for the transaction itself, else the op's position in the bundle. */
+    userOpIndex: integer('user_op_index').notNull(),
+    /** Every distinct code of the suffix, in suffix order (at most ATTRIBUTION_LIMITS.maxSuffixCodes). */
+    codes: text('codes').array().notNull(),
+    suffix: text('suffix').notNull(),
+    suffixBytes: integer('suffix_bytes').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.chainId, t.txHash, t.userOpIndex] })],
 )
 
 /**

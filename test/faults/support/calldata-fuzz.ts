@@ -3,6 +3,7 @@ import { encodeFunctionData, getAddress, type Address, type Hex } from 'viem'
 import { entryPoint06Abi, entryPoint06Address, entryPoint07Abi, entryPoint07Address } from 'viem/account-abstraction'
 import { decodeAttribution, type DecodeResult } from '../../../src/attribution/decode.js'
 import { calldataGas } from '../../../src/attribution/gas.js'
+import { boundedCode } from '../../../src/attribution/limits.js'
 import { MARKER_HEX } from '../../../src/attribution/marker.js'
 import { detectCandidate } from '../../../src/attribution/records.js'
 import type { RawTransaction } from '../../../src/rpc/objects.js'
@@ -78,7 +79,8 @@ function randomMetadata(random: Random, depth = 0): unknown {
 }
 
 /** Codes as the codec stores them: NUL, which Postgres text cannot hold, becomes U+FFFD (the code is invalid either way). */
-const unique = (codes: readonly string[]) => [...new Set(codes.map((code) => code.replaceAll('\0', '\uFFFD')))]
+/** Codes as stored: NUL as U+FFFD, a code past 64 bytes in its bounded form (README, "Bounded cost per transaction"). */
+const unique = (codes: readonly string[]) => [...new Set(codes.map((code) => boundedCode(code.replaceAll('\0', '\uFFFD'))))]
 const utf8Length = (codes: readonly string[]) => Buffer.byteLength(codes.join(','), 'utf8')
 
 /** A suffix the reference encoder builds, and the codes (and registry) it must decode to. */

@@ -21,6 +21,8 @@ export type FaultKnobs = {
   lagBlocks: number
   httpRequests: number
   calldataInputs: number
+  /** Blocks of the hostile-suffix fuzz (issue 20.1), each with 1-3 hostile transactions beside honest traffic. */
+  hostileSuffixBlocks: number
   /** Differential runs (issue 11): calldata inputs against ox, batch responses against JSON.parse, bundles and receipts against viem. */
   differentialCodecInputs: number
   differentialBatches: number
@@ -39,6 +41,7 @@ const knobsByScale: Record<FaultScale, FaultKnobs> = {
     lagBlocks: 60,
     httpRequests: 10_000,
     calldataInputs: 1_000_000,
+    hostileSuffixBlocks: 120,
     differentialCodecInputs: 300_000,
     differentialBatches: 6_000,
     differentialBundles: 50_000,
@@ -54,6 +57,7 @@ const knobsByScale: Record<FaultScale, FaultKnobs> = {
     lagBlocks: 20,
     httpRequests: 2_000,
     calldataInputs: 200_000,
+    hostileSuffixBlocks: 30,
     differentialCodecInputs: 60_000,
     differentialBatches: 1_500,
     differentialBundles: 10_000,

@@ -1,0 +1,139 @@
+import { Attribution } from 'ox/erc8021'
+import { pad, type Hex } from 'viem'
+import { decodeAttribution, type Attributed } from '../src/attribution/decode.js'
+import type { AttributionRecord } from '../src/attribution/records.js'
+import { closeDatabase, createDatabase } from '../src/db/client.js'
+import { migrateDatabase } from '../src/db/migrate.js'
+import { commitRanges, type AttributionRow, type RangeResult } from '../src/store/commit.js'
+import { insertRanges, type RangeJob } from '../src/store/ranges.js'
+import { createRandom } from '../devnet/random.js'
+import type { Bench } from './lib/bench.js'
+import { cpuSecondsOf } from './lib/cpu.js'
+import { createBenchDatabase } from './lib/indexer.js'
+import { fmt, printTable } from './lib/report.js'
+import { median } from './lib/stats.js'
+
+/**
+ * The commit stage alone (issue 23.2): dense ranges (200 transactions a
+ * block, half attributed, 30% of those through UserOperations, codes from a
+ * busy head and a long tail of 5,000, ~0.93 rows per transaction) built in
+ * memory, then committed with `commitRanges` four ranges a statement, as the
+ * commit batcher does while catching up. Measured over the commits only: the
+ * CPU of this process (building the statement's parameters, the driver) and
+ * of the PostgreSQL backend(s) serving it, per attribution row.
+ *
+ * `BENCH_COMMIT_RANGES` / `BENCH_COMMIT_BLOCKS` change the size (default 40
+ * ranges of 50 blocks, ~370k rows; quick: 8 of 10).
+ */
+
+const CHAIN_ID = 8453
+const TX_PER_BLOCK = 200
+const BATCH = 4
+
+type Dataset = { results: RangeResult[]; rows: number }
+
+const hash = (n: number, salt: number): Hex => pad(`0x${(n * 7919 + salt).toString(16)}`, { size: 32 })
+const address = (n: number): Hex => pad(`0x${(n + 1).toString(16)}`, { size: 20 })
+
+function denseDataset(ranges: number, blocksPerRange: number, seed: number): Dataset {
+  const random = createRandom(seed)
+  const suffixes = new Map<string, Attributed>()
+  const attributedOf = (codes: string[]) => {
+    const key = codes.join(',')
+    let attributed = suffixes.get(key)
+    if (!attributed) {
+      attributed = decodeAttribution(Attribution.toDataSuffix({ codes })) as Attributed
+      suffixes.set(key, attributed)
+    }
+    return attributed
+  }
+  const code = () => (random.chance(0.6) ? `app_${random.int(20)}` : `tail_${random.int(5000)}`)
+  const results: RangeResult[] = []
+  let rows = 0
+  const start = 1_760_000_000
+  for (let r = 0; r < ranges; r++) {
+    const fromBlock = 1 + r * blocksPerRange
+    const job: RangeJob = { chainId: CHAIN_ID, fromBlock, toBlock: fromBlock + blocksPerRange - 1, parentHash: hash(fromBlock - 1, 1), toHash: hash(fromBlock + blocksPerRange - 1, 1) }
+    const result: RangeResult = { job, blocks: [], txCount: blocksPerRange * TX_PER_BLOCK, rows: [], malformed: [] }
+    for (let number = fromBlock; number <= job.toBlock; number++) {
+      const block = { number, hash: hash(number, 1), parentHash: hash(number - 1, 1), timestamp: start + number * 2, txCount: TX_PER_BLOCK }
+      result.blocks.push(block)
+      for (let tx = 0; tx < TX_PER_BLOCK / 2; tx++) {
+        const codes = [...new Set(random.chance(0.15) ? [code(), code()] : [code()])]
+        const viaOp = random.chance(0.3)
+        const record: AttributionRecord = {
+          kind: viaOp ? 'userOperation' : 'transaction',
+          txHash: hash(number * 1000 + tx, 2),
+          txIndex: tx * 2,
+          blockNumber: number,
+          blockHash: block.hash,
+          blockTimestamp: block.timestamp,
+          userOpIndex: viaOp ? 0 : -1,
+          userOpHash: viaOp ? hash(number * 1000 + tx, 3) : undefined,
+          sender: address(random.int(20_000)),
+          target: address(50_000),
+          status: random.chance(0.05) ? 'reverted' : 'success',
+          actualGasCost: viaOp ? 123_456_789n : undefined,
+          attribution: attributedOf(codes),
+        }
+        for (const c of codes) result.rows.push({ record, code: c, resolution: { status: 'unregistered', wallet: null, registry: null } } satisfies AttributionRow)
+        rows += codes.length
+      }
+    }
+    results.push(result)
+  }
+  return { results, rows }
+}
+
+async function backendCpu(sql: import('postgres').Sql, database: string): Promise<number> {
+  const pids = await sql<Array<{ pid: number }>>`select pid from pg_stat_activity where datname = ${database} and pid <> pg_backend_pid()`
+  return pids.reduce((sum, { pid }) => sum + (cpuSecondsOf(pid) ?? 0), 0)
+}
+
+export const commit: Bench = async ({ quick }) => {
+  const ranges = Number(process.env.BENCH_COMMIT_RANGES ?? (quick ? 8 : 40))
+  const blocksPerRange = Number(process.env.BENCH_COMMIT_BLOCKS ?? (quick ? 10 : 50))
+  const rounds = quick ? 1 : 3
+  const perRow: Array<{ daemon: number; postgres: number; seconds: number }> = []
+  for (let round = 0; round < rounds; round++) {
+    const dataset = denseDataset(ranges, blocksPerRange, 23_2 + round)
+    const database = await createBenchDatabase('bench_commit')
+    try {
+      await migrateDatabase(database.url)
+      // one connection: its backend is the PostgreSQL side of every commit
+      const db = createDatabase({ url: database.url, poolSize: 1 })
+      try {
+        await insertRanges(db.$client, dataset.results.map((result) => result.job))
+        await db.$client`select 1`
+        const pgBefore = await backendCpu(database.sql, database.name)
+        const cpuBefore = process.cpuUsage()
+        const started = performance.now()
+        for (let i = 0; i < dataset.results.length; i += BATCH) {
+          const outcomes = await commitRanges(db, dataset.results.slice(i, i + BATCH))
+          if (!outcomes.every((outcome) => outcome.committed)) throw new Error('a range did not commit')
+        }
+        const seconds = (performance.now() - started) / 1000
+        const cpu = process.cpuUsage(cpuBefore)
+        const pg = (await backendCpu(database.sql, database.name)) - pgBefore
+        const [stored] = await database.sql<Array<{ rows: number }>>`select count(*)::int as rows from attributions`
+        if (stored!.rows !== dataset.rows) throw new Error(`stored ${stored!.rows} rows, expected ${dataset.rows}`)
+        perRow.push({ daemon: ((cpu.user + cpu.system) / dataset.rows), postgres: (pg * 1e6) / dataset.rows, seconds })
+        console.log(`commit round ${round + 1}: ${fmt(dataset.rows)} rows in ${seconds.toFixed(2)} s; µs per row: this process ${(perRow.at(-1)!.daemon).toFixed(1)}, PostgreSQL ${(perRow.at(-1)!.postgres).toFixed(1)}`)
+      } finally {
+        await closeDatabase(db)
+      }
+    } finally {
+      await database.drop()
+    }
+  }
+  const figures = {
+    daemonUsPerRow: median(perRow.map((r) => r.daemon)),
+    postgresUsPerRow: median(perRow.map((r) => r.postgres)),
+    secondsPerRound: median(perRow.map((r) => r.seconds)),
+  }
+  printTable('commit: CPU per attribution row (medians)', ['process', 'µs per row'], [
+    ['this process (statement building, driver)', figures.daemonUsPerRow.toFixed(1)],
+    ['PostgreSQL backend', figures.postgresUsPerRow.toFixed(1)],
+  ])
+  return { params: { ranges, blocksPerRange, batch: BATCH, rounds }, figures, targets: [] }
+}

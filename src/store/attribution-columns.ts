@@ -1,0 +1,117 @@
+import { getTableColumns } from 'drizzle-orm'
+import type { Resolution } from '../attribution/decode.js'
+import type { AttributionRecord } from '../attribution/records.js'
+import { attributions, attributionSuffixes } from '../db/schema/index.js'
+
+/**
+ * The store's one vocabulary for attribution rows (issue 22.1): which value
+ * each column of `attributions` and `attribution_suffixes` stores, and
+ * which columns the aggregates read. The tables are typed from the drizzle
+ * schema, so a column added there and not here (or named here and not
+ * there) fails to compile; attribution-columns.test.ts checks the same at
+ * run time, types included. Every list the commit needs is generated from
+ * them: the insert's column list, the `unnest` arrays and their types, the
+ * `returning` list of the aggregated columns.
+ */
+
+/** One attribution row: a record and one of its codes, resolved against the registry. */
+export type AttributionRow = { record: AttributionRecord; code: string; resolution: Resolution }
+
+type Insert<T extends { $inferInsert: object }> = T['$inferInsert']
+type Stored<T extends { $inferInsert: object }> = Exclude<keyof Insert<T>, 'id'>
+
+/** A column: what it stores for a row, and whether the aggregates read it. */
+type Column<Source, Value> = { value: (source: Source, chainId: number) => Value; aggregated?: true }
+type ColumnTable<T extends { $inferInsert: object }, Source> = { [K in Stored<T>]-?: Column<Source, Insert<T>[K]> }
+
+export const ATTRIBUTION_COLUMNS: ColumnTable<typeof attributions, AttributionRow> = {
+  chainId: { value: (_, chainId) => chainId, aggregated: true },
+  blockNumber: { value: ({ record }) => record.blockNumber, aggregated: true },
+  blockHash: { value: ({ record }) => record.blockHash },
+  blockTimestamp: { value: ({ record }) => new Date(record.blockTimestamp * 1000), aggregated: true },
+  txHash: { value: ({ record }) => record.txHash, aggregated: true },
+  txIndex: { value: ({ record }) => record.txIndex },
+  kind: { value: ({ record }) => record.kind, aggregated: true },
+  userOpIndex: { value: ({ record }) => record.userOpIndex, aggregated: true },
+  userOpHash: { value: ({ record }) => record.userOpHash ?? null },
+  sender: { value: ({ record }) => record.sender, aggregated: true },
+  target: { value: ({ record }) => record.target },
+  code: { value: ({ code }) => code, aggregated: true },
+  codeStatus: { value: ({ resolution }) => resolution.status },
+  codeWallet: { value: ({ resolution }) => resolution.wallet },
+  schemaId: { value: ({ record }) => record.attribution.schemaId },
+  registryChainId: { value: ({ resolution }) => resolution.registry?.chainId ?? null, aggregated: true },
+  registryAddress: { value: ({ resolution }) => resolution.registry?.address ?? null, aggregated: true },
+  suffixGas: { value: ({ record }) => record.attribution.suffixGas, aggregated: true },
+  status: { value: ({ record }) => record.status, aggregated: true },
+  actualGasCost: { value: ({ record }) => record.actualGasCost?.toString() ?? null },
+}
+
+/** One suffix per attributed transaction or UserOperation: the record itself. */
+export const SUFFIX_COLUMNS: ColumnTable<typeof attributionSuffixes, AttributionRecord> = {
+  chainId: { value: (_, chainId) => chainId },
+  txHash: { value: (record) => record.txHash },
+  userOpIndex: { value: (record) => record.userOpIndex },
+  codes: { value: (record) => record.attribution.codes },
+  suffix: { value: (record) => record.attribution.suffix },
+  suffixBytes: { value: (record) => record.attribution.suffixBytes },
+}
+
+type AnyColumns = Record<string, Column<never, unknown>>
+type SqlColumn = { key: string; name: string; sqlType: string }
+
+/** The columns of a table in the table's order, with their SQL names and types from drizzle. */
+function sqlColumns(table: Parameters<typeof getTableColumns>[0], columns: AnyColumns): SqlColumn[] {
+  return Object.entries(getTableColumns(table))
+    .filter(([key]) => key in columns)
+    .map(([key, column]) => ({ key, name: column.name, sqlType: column.getSQLType() }))
+}
+
+/** What a table's insert needs: its column list and one array per column for `unnest`. */
+export type UnnestInsert<Source> = {
+  /** `"chain_id", "block_number", …` in table order. */
+  names: string[]
+  /** The arrays' SQL types, in the same order (`integer[]`, `text[]` …). */
+  arrayTypes: string[]
+  /** The select list over `unnest(…) as u(names)`: each name, cast back for an array column. */
+  selectList: string
+  /** One text array per column (the parameters of `unnest`, cast to `arrayTypes`). */
+  arrays(sources: readonly Source[], chainIdOf: (source: Source) => number): Array<Array<string | null>>
+}
+
+/**
+ * Text for a value inside a parameter array: PostgreSQL parses every element
+ * with the column's input function. An array value (a `text[]` column) is
+ * spelled as an array literal; those are the suffix's codes, whose text is
+ * quoted and escaped.
+ */
+function arrayElement(value: unknown): string | null {
+  if (value === null || value === undefined) return null
+  if (value instanceof Date) return value.toISOString()
+  if (Array.isArray(value)) return `{${value.map((item) => `"${String(item).replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`).join(',')}}`
+  return String(value)
+}
+
+function unnestInsert<Source>(table: Parameters<typeof getTableColumns>[0], columns: Record<string, Column<Source, unknown>>): UnnestInsert<Source> {
+  const ordered = sqlColumns(table, columns as AnyColumns)
+  return {
+    names: ordered.map((column) => column.name),
+    // a text[] column travels as one array literal per row: an array of them is text[], cast to text[][] it would be two-dimensional
+    arrayTypes: ordered.map((column) => (column.sqlType.endsWith('[]') ? 'text[]' : `${column.sqlType}[]`)),
+    selectList: ordered.map((column) => (column.sqlType.endsWith('[]') ? `"${column.name}"::${column.sqlType}` : `"${column.name}"`)).join(', '),
+    arrays(sources, chainIdOf) {
+      return ordered.map(({ key }) => {
+        const { value } = columns[key]!
+        return sources.map((source) => arrayElement(value(source, chainIdOf(source))))
+      })
+    },
+  }
+}
+
+export const attributionInsert = unnestInsert(attributions, ATTRIBUTION_COLUMNS as Record<string, Column<AttributionRow, unknown>>)
+export const suffixInsert = unnestInsert(attributionSuffixes, SUFFIX_COLUMNS as Record<string, Column<AttributionRecord, unknown>>)
+
+/** The columns every aggregate is computed from, as the `returning` of an insert or delete of attribution rows. */
+export const AGGREGATED_COLUMNS: readonly string[] = sqlColumns(attributions, ATTRIBUTION_COLUMNS as AnyColumns)
+  .filter(({ key }) => (ATTRIBUTION_COLUMNS as AnyColumns)[key]!.aggregated)
+  .map(({ name }) => name)
