@@ -13,6 +13,7 @@ import { createRangeWorker, type RangeWorker, type WorkerChain } from '../pipeli
 import { createRedis, type Redis } from '../redis/client.js'
 import { createRegistry } from '../registry/register.js'
 import { createRpc, type Rpc } from '../rpc/client.js'
+import { redactRpcUrl } from '../rpc/endpoint-redact.js'
 import { errorCode, StartupError } from './startup.js'
 
 /** How long a shutdown waits for a follower to finish its current step. */
@@ -91,7 +92,7 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
   }
   const chains = await resolveChains(options.chains, rpcFor)
   for (const chain of chains) {
-    logger.info({ chain_id: chain.chainId, rpc: chain.rpcUrl, start_block: chain.startBlock, confirmations: chain.confirmations, entry_points: chain.entryPoints }, 'indexing chain')
+    logger.info({ chain_id: chain.chainId, rpc: redactRpcUrl(chain.rpcUrl), start_block: chain.startBlock, confirmations: chain.confirmations, entry_points: chain.entryPoints }, 'indexing chain')
   }
 
   const connections: Redis[] = []
