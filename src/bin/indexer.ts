@@ -1,6 +1,6 @@
 import type { Registry as MetricsRegistry } from 'prom-client'
 import { entryPointSet } from '../attribution/userops.js'
-import type { ChainConfig } from '../config/chains.js'
+import { rpcUrlsOf, type ChainConfig } from '../config/chains.js'
 import type { Config } from '../config/env.js'
 import type { Database } from '../db/client.js'
 import { createFollower, type Follower } from '../follower/follower.js'
@@ -29,10 +29,19 @@ export async function resolveChains(chains: readonly ChainConfig[], rpcFor: (cha
       const nodeChainId = await rpcFor(chain)
         .chainId()
         .catch((error: unknown) => {
-          throw new StartupError(`could not read the chain id from the RPC at ${new URL(chain.rpcUrl).host} (${errorCode(error)}): ${(error as Error).message.split('\n')[0]}`)
+          throw new StartupError(`could not read the chain id from the RPC at ${redactRpcUrl(chain.rpcUrl)} (${errorCode(error)}): ${(error as Error).message.split('\n')[0]}`)
         })
       if (chain.chainId !== undefined && chain.chainId !== nodeChainId) {
-        throw new StartupError(`the RPC at ${new URL(chain.rpcUrl).host} serves chain ${nodeChainId}, but chain ${chain.chainId} is configured for it`)
+        throw new StartupError(`the RPC at ${redactRpcUrl(chain.rpcUrl)} serves chain ${nodeChainId}, but chain ${chain.chainId} is configured for it`)
+      }
+      if (rpcUrlsOf(chain).length > 1) {
+        // an endpoint of another chain among a chain's endpoints would mix two chains' blocks into one index
+        for (const endpoint of await rpcFor(chain).endpointChainIds()) {
+          const expected = chain.chainId ?? nodeChainId
+          if (endpoint.chainId !== undefined && endpoint.chainId !== expected) {
+            throw new StartupError(`the RPC at ${endpoint.url} serves chain ${endpoint.chainId}, but it is listed among the endpoints of chain ${expected}`)
+          }
+        }
       }
       return { ...chain, chainId: nodeChainId }
     }),
@@ -65,34 +74,40 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
   const { config, db, roles, logger } = options
   const metrics = createIndexerMetrics(options.metricsRegistry)
   const rpcs = new Map<string, Rpc>()
-  const rpcFor = (chain: Pick<ChainConfig, 'rpcUrl'>) => {
-    let rpc = rpcs.get(chain.rpcUrl)
+  const rpcFor = (chain: Pick<ChainConfig, 'rpcUrl' | 'rpcUrls'>) => {
+    const urls = rpcUrlsOf(chain)
+    const key = urls.join(',')
+    let rpc = rpcs.get(key)
     if (!rpc) {
-      const endpoint = new URL(chain.rpcUrl).host
-      const transportMetrics = metrics.rpcTransport(endpoint)
       rpc = createRpc({
-        url: chain.rpcUrl,
+        urls,
         timeoutMs: config.RPC_TIMEOUT_MS,
         batchSize: config.RPC_BATCH_SIZE,
         batchBytes: config.RPC_BATCH_BYTES,
         concurrency: config.RPC_CONCURRENCY,
         maxConcurrency: config.RPC_MAX_CONCURRENCY,
         maxAttempts: config.RPC_MAX_ATTEMPTS,
-        observer: {
-          ...transportMetrics,
+        // labelled by the redacted URL: never a key in a metric label or a log line
+        observer: (endpoint) => ({
+          ...metrics.rpcTransport(endpoint),
           limitLearned: (message, details) => logger.info({ component: 'rpc', endpoint, ...details }, message),
           response: (status) => {
             if (status >= 300) metrics.rpcResponse(status)
           },
-        },
+        }),
+        onEndpointState: (endpoint, state) =>
+          state === 'sick'
+            ? logger.warn({ component: 'rpc', endpoint }, 'RPC endpoint failing: routing around it until a probe answers')
+            : state === 'healthy' && logger.info({ component: 'rpc', endpoint }, 'RPC endpoint answers again: back in rotation'),
       })
-      rpcs.set(chain.rpcUrl, rpc)
+      metrics.rpcEndpoints(rpc.endpointStates)
+      rpcs.set(key, rpc)
     }
     return rpc
   }
   const chains = await resolveChains(options.chains, rpcFor)
   for (const chain of chains) {
-    logger.info({ chain_id: chain.chainId, rpc: redactRpcUrl(chain.rpcUrl), start_block: chain.startBlock, confirmations: chain.confirmations, entry_points: chain.entryPoints }, 'indexing chain')
+    logger.info({ chain_id: chain.chainId, rpc: rpcUrlsOf(chain).map(redactRpcUrl), start_block: chain.startBlock, confirmations: chain.confirmations, entry_points: chain.entryPoints }, 'indexing chain')
   }
 
   const connections: Redis[] = []
