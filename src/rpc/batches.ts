@@ -82,6 +82,7 @@ const supported = (known: ReceiptKnowledge) => known.support === 'supported'
 
 export function createBatches(pool: EndpointPool, options: { timeoutMs: number }) {
   const knowledge = new WeakMap<Endpoint, ReceiptKnowledge>()
+  const probes = new Map<Endpoint, Promise<void>>()
   const knowledgeOf = (endpoint: Endpoint) => {
     let known = knowledge.get(endpoint)
     if (!known) knowledge.set(endpoint, (known = createReceiptKnowledge()))
@@ -111,7 +112,17 @@ export function createBatches(pool: EndpointPool, options: { timeoutMs: number }
    * have each of its retries spent on finding that out). Unknown stays
    * unknown when the question itself failed; it is asked again next time.
    */
-  async function probeBlockReceipts(endpoint: Endpoint, blockNumber: number): Promise<void> {
+  function probeBlockReceipts(endpoint: Endpoint, blockNumber: number): Promise<void> {
+    // ranges fetched at once share one question
+    let probe = probes.get(endpoint)
+    if (!probe) {
+      probe = askBlockReceipts(endpoint, blockNumber).finally(() => probes.delete(endpoint))
+      probes.set(endpoint, probe)
+    }
+    return probe
+  }
+
+  async function askBlockReceipts(endpoint: Endpoint, blockNumber: number): Promise<void> {
     const known = knowledgeOf(endpoint)
     try {
       const response = await fetch(endpoint.url, {

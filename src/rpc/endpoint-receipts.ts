@@ -9,12 +9,14 @@
  *   per transaction: n × (bytes of a candidate's receipt + a call)
  *   whole block:     T × (bytes per transaction of a block's receipts) + a call
  *
- * A call is weighed as one more measured receipt answer: for a single
- * receipt the node looks the transaction up and (geth, reth) reads its
- * block's receipts to derive it, and we frame, dispatch and check one more
- * JSON-RPC item — about what answering it costs. A sparse chain (2
- * candidates in 200) keeps single receipts; a dense one (half the block)
- * takes the block's receipts in one call.
+ * A call is weighed as CALL_WEIGHT measured receipt answers: for a single
+ * receipt the node finds the transaction's block and (geth, reth) reads and
+ * derives that block's receipts to answer one, and we frame, dispatch and
+ * check one more JSON-RPC item; a block's receipts share all of that. A
+ * sparse chain (2 candidates in 200) keeps single receipts; a dense one
+ * (half the block and more, or a third with large bundle receipts) takes
+ * the block's receipts in one call. BENCHMARKS.md has the dense chain's
+ * figures both ways.
  *
  * A node without `eth_getBlockReceipts` says so once (-32601, -32600,
  * "method not found", "does not exist", "not supported"); it is remembered
@@ -22,6 +24,8 @@
  */
 
 const BLEND = 0.2
+/** What one more call costs, in receipt answers (see above). */
+const CALL_WEIGHT = 2
 /** Until anything is measured: what a plain receipt answer weighs (replaced by the first measurement). */
 const FIRST_GUESS_BYTES = 1_000
 
@@ -64,7 +68,7 @@ export function createReceiptKnowledge() {
       if (support === 'unsupported' || candidates === 0) return false
       const receipt = bytesPerReceipt ?? bytesPerBlockTransaction ?? FIRST_GUESS_BYTES
       const blockTransaction = bytesPerBlockTransaction ?? receipt
-      const call = receipt
+      const call = CALL_WEIGHT * receipt
       return transactions * blockTransaction + call < candidates * (receipt + call)
     },
     read() {
