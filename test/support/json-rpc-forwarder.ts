@@ -21,6 +21,8 @@ export type ForwarderOptions = {
 export type Forwarder = {
   url: string
   methodCalls: Record<string, number>
+  /** Forwards to another node from now on (a node restarted on another port). */
+  setTarget(target: string): void
   setAnswer(answer: ForwarderOptions['answer']): void
   setRewrite(rewrite: ForwarderOptions['rewrite']): void
   kill(): Promise<void>
@@ -29,7 +31,7 @@ export type Forwarder = {
 }
 
 export async function startForwarder(options: ForwarderOptions): Promise<Forwarder> {
-  let { answer, rewrite } = options
+  let { answer, rewrite, target } = options
   const methodCalls: Record<string, number> = {}
   const sockets = new Set<Socket>()
 
@@ -38,7 +40,7 @@ export async function startForwarder(options: ForwarderOptions): Promise<Forward
     const asked = calls.filter((_, i) => !own[i])
     let answers: Answer[] = []
     if (asked.length) {
-      const response = await fetch(options.target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(asked) })
+      const response = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(asked) })
       answers = (await response.json()) as Answer[]
     }
     const byId = new Map(answers.map((item) => [JSON.stringify(item.id), item]))
@@ -90,6 +92,7 @@ export async function startForwarder(options: ForwarderOptions): Promise<Forward
   return {
     url: `http://127.0.0.1:${port}`,
     methodCalls,
+    setTarget: (next) => void (target = next),
     setAnswer: (next) => void (answer = next),
     setRewrite: (next) => void (rewrite = next),
     kill,
