@@ -12,6 +12,7 @@ import { createCodeResolver } from '../pipeline/resolve.js'
 import { createRangeWorker, type RangeWorker, type WorkerChain } from '../pipeline/worker.js'
 import { createRedis, type Redis } from '../redis/client.js'
 import { createRegistry } from '../registry/register.js'
+import { publishEndpointStates, PUBLISH_EVERY_MS } from '../indexer-status/endpoints.js'
 import { createRpc, type Rpc } from '../rpc/client.js'
 import { redactRpcUrl } from '../rpc/endpoint-redact.js'
 import { errorCode, StartupError } from './startup.js'
@@ -117,6 +118,14 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
   // Redis outages surface as failed calls in the follower's loop; the emitter must not crash the process
   queue.on('error', (error) => logger.debug({ err: error.message }, 'range queue connection error'))
 
+  // every few seconds, this process's view of the endpoints for /v1/indexer/status (which may be another process)
+  const publishEndpoints = () =>
+    Promise.all(chains.map((chain) => publishEndpointStates(queueConnection, config.QUEUE_PREFIX, chain.chainId, rpcFor(chain).endpointStates()))).catch(
+      (error: Error) => logger.debug({ err: error.message }, 'could not publish the RPC endpoints state'),
+    )
+  void publishEndpoints()
+  const endpointsTimer = setInterval(publishEndpoints, PUBLISH_EVERY_MS).unref()
+
   const followers: Follower[] = []
   if (roles.follower) {
     for (const chain of chains) await verifyChainIdentity({ db, rpc: rpcFor(chain), chain, logger })
@@ -166,6 +175,7 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
     async stop() {
       // a follower mid-call to a slow node is not waited for: it only reads and enqueues, and its chain
       // lock (a Postgres session) is released when the process exits
+      clearInterval(endpointsTimer)
       const followersStopped = Promise.all(followers.map((follower) => follower.stop()))
       if (worker) {
         // ranges in progress go back to the queue now, for another worker, instead of holding the

@@ -11,6 +11,8 @@ import { startIndexer } from '../../src/bin/indexer.js'
 import { defaultEntryPoints, type ChainConfig } from '../../src/config/chains.js'
 import { loadConfig } from '../../src/config/env.js'
 import { createLogger } from '../../src/logger.js'
+import { PUBLISH_EVERY_MS, readEndpointStates } from '../../src/indexer-status/endpoints.js'
+import { readIndexerStatus } from '../../src/indexer-status/status.js'
 import { indexedThrough } from '../../src/store/ranges.js'
 import { indexerEnv, rowsFromIndex, rowsFromTruth, totalsFromIndex, waitForIndexed } from '../support/indexer.js'
 import { startForwarder, type Forwarder } from '../support/json-rpc-forwarder.js'
@@ -114,20 +116,39 @@ it('indexes exactly when one of two endpoints is killed mid-backfill and comes b
   }
 }, 180_000)
 
-it('does not take an endpoint that is merely behind for a reorg', async () => {
+it('does not take an endpoint that is merely behind for a reorg; shows both endpoints, keys redacted, in metrics and status', async () => {
   const [ahead, behind] = await Promise.all([node({}), node({ head: chain.lastBlock - 20 })])
   const [frontAhead, frontBehind] = await Promise.all([front(ahead.url), front(behind.url)])
+  // URLs the way providers hand them out: the key in the path (the front ignores the path)
+  const KEY = 'Zq81LmNo0pQrStUvWxYz'
+  const [aheadUrl, behindUrl] = [`${frontAhead.url}/v2/${KEY}`, `${frontBehind.url}/v2/${KEY}`]
   // the lagging endpoint first: it is asked as much as the other
-  const { database, indexer, registry } = await startIndexing('lagging', [frontBehind.url, frontAhead.url])
+  const { database, indexer, registry } = await startIndexing('lagging', [behindUrl, aheadUrl])
   try {
     await waitForIndexed(database.db, params.chainId, chain.lastBlock, 120_000)
     await expectExactIndex(database)
     expect(frontBehind.methodCalls.eth_getBlockByNumber ?? 0).toBeGreaterThan(0)
     expect(await metricValue(registry, 'indexer_reorg_depth_blocks')).not.toMatch(/indexer_reorg_depth_blocks_count\{[^}]*\} [1-9]/)
     // the endpoint behind was asked for blocks it lacks, and the work moved on
-    expect(await metricValue(registry, 'indexer_rpc_endpoint_failed_works')).toMatch(new RegExp(`endpoint="${frontBehind.url}"} [1-9]`))
+    expect(await metricValue(registry, 'indexer_rpc_endpoint_failed_works')).toContain(`endpoint="${frontBehind.url}/v2/***"} `)
+    expect(await metricValue(registry, 'indexer_rpc_endpoint_failed_works')).not.toContain(`endpoint="${frontBehind.url}/v2/***"} 0`)
     // lag is not sickness: the endpoint behind stays in rotation
-    expect(await metricValue(registry, 'indexer_rpc_endpoint_healthy')).toMatch(new RegExp(`endpoint="${frontBehind.url}"} 1`))
+    expect(await metricValue(registry, 'indexer_rpc_endpoint_healthy')).toContain(`endpoint="${frontBehind.url}/v2/***"} 1`)
+    expect(await registry.metrics()).not.toContain(KEY)
+    // what /v1/indexer/status shows: both endpoints, healthy, measured, keys redacted
+    await sleep(PUBLISH_EVERY_MS + 500)
+    const status = await readIndexerStatus(database.db.$client, {
+      chainIds: [params.chainId],
+      stuckAfterAttempts: 5,
+      endpoints: await readEndpointStates(redis.redis, `${redis.prefix}lagging:`, [params.chainId]),
+    })
+    const endpoints = status.chains[0]!.endpoints!
+    expect(endpoints.map((endpoint) => [endpoint.url, endpoint.state])).toEqual([
+      [`${frontAhead.url}/v2/***`, 'healthy'],
+      [`${frontBehind.url}/v2/***`, 'healthy'],
+    ].sort((a, b) => a[0]!.localeCompare(b[0]!)))
+    for (const endpoint of endpoints) expect(endpoint.items).toBeGreaterThan(0)
+    expect(JSON.stringify(status)).not.toContain(KEY)
   } finally {
     await indexer.stop()
   }
