@@ -46,6 +46,8 @@ export function createEndpointHealth(now: () => number = Date.now) {
     },
     failed(message: string): void {
       lastError = message
+      // works already under way when it fell sick fail too: one outage, not several failures in a row
+      if (state === 'sick') return
       failuresInRow++
       state = 'sick'
       retryAt = now() + Math.min(LONGEST_COOLDOWN_MS, FIRST_COOLDOWN_MS * 2 ** (failuresInRow - 1))
