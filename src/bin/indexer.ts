@@ -30,7 +30,7 @@ export async function resolveChains(chains: readonly ChainConfig[], rpcFor: (cha
       const nodeChainId = await rpcFor(chain)
         .chainId()
         .catch((error: unknown) => {
-          throw new StartupError(`could not read the chain id from the RPC at ${redactRpcUrl(chain.rpcUrl)} (${errorCode(error)}): ${(error as Error).message.split('\n')[0]}`)
+          throw new StartupError(`could not read the chain id from the RPC at ${rpcUrlsOf(chain).map(redactRpcUrl).join(', ')} (${errorCode(error)}): ${(error as Error).message.split('\n')[0]}`)
         })
       if (chain.chainId !== undefined && chain.chainId !== nodeChainId) {
         throw new StartupError(`the RPC at ${redactRpcUrl(chain.rpcUrl)} serves chain ${nodeChainId}, but chain ${chain.chainId} is configured for it`)

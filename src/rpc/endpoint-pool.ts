@@ -76,7 +76,7 @@ export function createEndpointPool(endpoints: readonly Endpoint[], options: { on
     endpoint.health.probing()
     endpoint.transport.call('eth_blockNumber').then(
       () => setState(endpoint, () => endpoint.health.succeeded()),
-      (error: unknown) => setState(endpoint, () => endpoint.health.failed(messageOf(error))),
+      (error: unknown) => setState(endpoint, () => endpoint.health.failed(messageOf(error, endpoint))),
     )
   }
 
@@ -134,7 +134,7 @@ export function createEndpointPool(endpoints: readonly Endpoint[], options: { on
         return result
       } catch (error) {
         endpoint.meter.finished('failed')
-        if (!isLag(error)) setState(endpoint, () => endpoint.health.failed(messageOf(error)))
+        if (!isLag(error)) setState(endpoint, () => endpoint.health.failed(messageOf(error, endpoint)))
         lastError = error
       } finally {
         outstanding.set(endpoint, outstanding.get(endpoint)! - items)
@@ -174,7 +174,7 @@ export function createEndpointPool(endpoints: readonly Endpoint[], options: { on
           },
           (error: unknown) => {
             lastError = error
-            setState(endpoint, () => endpoint.health.failed(messageOf(error)))
+            setState(endpoint, () => endpoint.health.failed(messageOf(error, endpoint)))
             settle()
           },
         )
@@ -215,8 +215,10 @@ function operatingPointOf(transport: Transport): { concurrency: number | null; b
 
 const round = (value: number) => Math.round(value * 10) / 10
 
-function messageOf(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 300)
+/** An error's first line for the status, with the endpoint's own URL (should a message quote it) redacted. */
+function messageOf(error: unknown, endpoint: Endpoint): string {
+  const message = (error instanceof Error ? error.message : String(error)).split('\n')[0]!
+  return message.replaceAll(endpoint.url, endpoint.label).slice(0, 300)
 }
 
 export type EndpointPool = ReturnType<typeof createEndpointPool>
