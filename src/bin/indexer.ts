@@ -35,15 +35,13 @@ export async function resolveChains(chains: readonly ChainConfig[], rpcFor: (cha
       if (chain.chainId !== undefined && chain.chainId !== nodeChainId) {
         throw new StartupError(`the RPC at ${redactRpcUrl(chain.rpcUrl)} serves chain ${nodeChainId}, but chain ${chain.chainId} is configured for it`)
       }
-      if (rpcUrlsOf(chain).length > 1) {
-        // an endpoint of another chain among a chain's endpoints would mix two chains' blocks into one index
-        for (const endpoint of await rpcFor(chain).endpointChainIds()) {
-          const expected = chain.chainId ?? nodeChainId
-          if (endpoint.chainId !== undefined && endpoint.chainId !== expected) {
-            throw new StartupError(`the RPC at ${endpoint.url} serves chain ${endpoint.chainId}, but it is listed among the endpoints of chain ${expected}`)
-          }
-        }
-      }
+      // an endpoint of another chain among a chain's endpoints would mix two chains' blocks into one index;
+      // one that does not answer now is checked by its probe before it gets work
+      await rpcFor(chain)
+        .requireChainId(chain.chainId ?? nodeChainId)
+        .catch((error: Error) => {
+          throw new StartupError(error.message)
+        })
       return { ...chain, chainId: nodeChainId }
     }),
   )

@@ -90,18 +90,6 @@ export function createRpc(options: RpcOptions) {
     return Number.parseInt(await request<Hex>('eth_chainId'), 16)
   }
 
-  /** Each endpoint's chain id, or why it could not be read: two endpoints of one chain must serve the same chain. */
-  function endpointChainIds(): Promise<Array<{ url: string; chainId?: number; error?: string }>> {
-    return Promise.all(
-      pool.endpoints.map((endpoint) =>
-        endpoint.transport.call<Hex>('eth_chainId').then(
-          (id) => ({ url: endpoint.label, chainId: Number.parseInt(id, 16) }),
-          (error: unknown) => ({ url: endpoint.label, error: (error as Error).message.split('\n')[0]! }),
-        ),
-      ),
-    )
-  }
-
   /** The highest head among the healthy endpoints: one that lags does not hold the chain back. */
   async function latestHeader(): Promise<RawHeader> {
     const headers = await pool.askHealthy(async (endpoint) => {
@@ -154,7 +142,8 @@ export function createRpc(options: RpcOptions) {
     transport: pool.first.transport,
     request,
     chainId,
-    endpointChainIds,
+    /** Every endpoint must serve this chain; see endpoint-pool.ts requireChainId. */
+    requireChainId: pool.requireChainId,
     blockNumber,
     latestHeader,
     header,

@@ -11,12 +11,12 @@ import type { Transport } from './transport.js'
  * above `head`.
  */
 function simulated(options: { msPerItem: number }) {
-  const node = { down: false, calls: 0, probes: 0 }
+  const node = { down: false, calls: 0, probes: 0, chainId: 8453 }
   const transport = {
     async call(method: string) {
-      if (method === 'eth_blockNumber') node.probes++
+      if (method === 'eth_blockNumber' || method === 'eth_chainId') node.probes++
       if (node.down) throw new Error('connect ECONNREFUSED')
-      return '0x1'
+      return method === 'eth_chainId' ? `0x${node.chainId.toString(16)}` : '0x1'
     },
   } as unknown as Transport
   return { node, transport, options }
@@ -89,6 +89,23 @@ describe('endpoint pool', () => {
     const pool = createEndpointPool([createEndpoint('http://a.example', a.transport), createEndpoint('http://b.example', b.transport)])
     await expect(pool.run(1, work(nodes, 1))).rejects.toThrow('ECONNREFUSED')
     expect(a.node.calls + b.node.calls).toBe(2)
+  })
+
+  it('refuses an endpoint of another chain, and keeps one that was down out until its probe finds the right chain', async () => {
+    const a = simulated({ msPerItem: 0 })
+    const b = simulated({ msPerItem: 0 })
+    const pool = createEndpointPool([createEndpoint('http://a.example', a.transport), createEndpoint('http://b.example/v2/oKxs8xQ3bZ1yN7kP0aLmT4', b.transport)])
+    b.node.chainId = 10
+    await expect(pool.requireChainId(8453)).rejects.toThrow('the RPC at http://b.example/v2/*** serves chain 10, but it is listed among the endpoints of chain 8453')
+    b.node.down = true
+    await pool.requireChainId(8453)
+    expect(pool.states()[1]!.state).toBe('sick')
+    // back, but as another chain's node: its probe keeps it out
+    b.node.down = false
+    await sleep(1_100)
+    await pool.run(1, async () => 1)
+    await sleep(10)
+    expect(pool.states()[1]!).toMatchObject({ state: 'sick', lastError: 'serves chain 10, not chain 8453' })
   })
 
   it('shows URLs redacted', () => {

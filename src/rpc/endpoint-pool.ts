@@ -70,14 +70,53 @@ export function createEndpointPool(endpoints: readonly Endpoint[], options: { on
     return known.length ? Math.max(...known) : 1
   }
 
+  /** Once known, the chain every endpoint must serve: a probe checks it, so an endpoint that comes back as another chain's stays out. */
+  let expectedChainId: number | undefined
+
+  /** The probe's question: the chain id once it is known (cheap, and it catches an endpoint that changed chains). */
+  async function probe(endpoint: Endpoint): Promise<void> {
+    if (expectedChainId === undefined) {
+      await endpoint.transport.call('eth_blockNumber')
+      return
+    }
+    const served = Number.parseInt(await endpoint.transport.call<string>('eth_chainId'), 16)
+    if (served !== expectedChainId) throw new Error(`serves chain ${served}, not chain ${expectedChainId}`)
+  }
+
   /** Sends the one probe of a sick endpoint whose cool-down is over. */
   function probeIfDue(endpoint: Endpoint) {
     if (!endpoint.health.probeDue()) return
     endpoint.health.probing()
-    endpoint.transport.call('eth_blockNumber').then(
+    probe(endpoint).then(
       () => setState(endpoint, () => endpoint.health.succeeded()),
       (error: unknown) => setState(endpoint, () => endpoint.health.failed(messageOf(error, endpoint))),
     )
+  }
+
+  /**
+   * Checks that every endpoint serves `chainId`: one that serves another is
+   * an error (two chains' blocks in one index); one that does not answer is
+   * kept out until its probe — which from now on asks its chain id — answers.
+   */
+  async function requireChainId(chainId: number): Promise<void> {
+    expectedChainId = chainId
+    const answers = await Promise.all(
+      endpoints.map((endpoint) =>
+        endpoint.transport.call<string>('eth_chainId').then(
+          (id) => ({ endpoint, served: Number.parseInt(id, 16) }),
+          (error: unknown) => ({ endpoint, error }),
+        ),
+      ),
+    )
+    for (const answer of answers) {
+      if ('served' in answer && answer.served !== chainId) {
+        throw new WrongChainError(`the RPC at ${answer.endpoint.label} serves chain ${answer.served}, but it is listed among the endpoints of chain ${chainId}`)
+      }
+      if ('error' in answer) {
+        const message = `chain id not checked yet: ${messageOf(answer.error, answer.endpoint)}`
+        setState(answer.endpoint, () => answer.endpoint.health.failed(message))
+      }
+    }
   }
 
   function setState(endpoint: Endpoint, change: () => void) {
@@ -202,7 +241,11 @@ export function createEndpointPool(endpoints: readonly Endpoint[], options: { on
     })
   }
 
-  return { endpoints, run, askHealthy, states, first: endpoints[0]! }
+  return { endpoints, run, askHealthy, states, requireChainId, first: endpoints[0]! }
+}
+
+export class WrongChainError extends Error {
+  override name = 'WrongChainError'
 }
 
 /** The transport's operating point when it exposes one (its internals are another module's to change). */
