@@ -86,6 +86,18 @@ it('gives a node without eth_getBlockReceipts single receipts, quietly and exact
   expect(front.methodCalls.eth_getTransactionReceipt ?? 0).toBeGreaterThan(0)
 })
 
+it('turns to single receipts when a node stops serving eth_getBlockReceipts after saying it did (a pool of mixed nodes behind one URL)', async () => {
+  let served = 0
+  front.setAnswer((call) => {
+    if (call.method !== 'eth_getBlockReceipts') return undefined
+    // the capability probe is answered; every later call is refused
+    if (served++ === 0) return undefined
+    return { error: { code: -32601, message: 'the method eth_getBlockReceipts does not exist/is not available' } }
+  })
+  await indexWholeChain('stopsblockreceipts')
+  expect(front.methodCalls.eth_getTransactionReceipt ?? 0).toBeGreaterThan(0)
+})
+
 it('never mixes receipts of another block hash into a range: a reorg between block and receipts is a retry', async () => {
   let forged = 0
   front.setRewrite((call, result) => {
