@@ -1,6 +1,6 @@
 import type { Registry as MetricsRegistry } from 'prom-client'
 import { entryPointSet } from '../attribution/userops.js'
-import type { ChainConfig } from '../config/chains.js'
+import { rpcUrlsOf, type ChainConfig } from '../config/chains.js'
 import type { Config } from '../config/env.js'
 import type { Database } from '../db/client.js'
 import { createFollower, type Follower } from '../follower/follower.js'
@@ -12,7 +12,9 @@ import { createCodeResolver } from '../pipeline/resolve.js'
 import { createRangeWorker, type RangeWorker, type WorkerChain } from '../pipeline/worker.js'
 import { createRedis, type Redis } from '../redis/client.js'
 import { createRegistry } from '../registry/register.js'
+import { publishEndpointStates, PUBLISH_EVERY_MS } from '../indexer-status/endpoints.js'
 import { createRpc, type Rpc } from '../rpc/client.js'
+import { redactRpcUrl } from '../rpc/endpoint-redact.js'
 import { errorCode, StartupError } from './startup.js'
 
 /** How long a shutdown waits for a follower to finish its current step. */
@@ -28,11 +30,18 @@ export async function resolveChains(chains: readonly ChainConfig[], rpcFor: (cha
       const nodeChainId = await rpcFor(chain)
         .chainId()
         .catch((error: unknown) => {
-          throw new StartupError(`could not read the chain id from the RPC at ${new URL(chain.rpcUrl).host} (${errorCode(error)}): ${(error as Error).message.split('\n')[0]}`)
+          throw new StartupError(`could not read the chain id from the RPC at ${rpcUrlsOf(chain).map(redactRpcUrl).join(', ')} (${errorCode(error)}): ${(error as Error).message.split('\n')[0]}`)
         })
       if (chain.chainId !== undefined && chain.chainId !== nodeChainId) {
-        throw new StartupError(`the RPC at ${new URL(chain.rpcUrl).host} serves chain ${nodeChainId}, but chain ${chain.chainId} is configured for it`)
+        throw new StartupError(`the RPC at ${redactRpcUrl(chain.rpcUrl)} serves chain ${nodeChainId}, but chain ${chain.chainId} is configured for it`)
       }
+      // an endpoint of another chain among a chain's endpoints would mix two chains' blocks into one index;
+      // one that does not answer now is checked by its probe before it gets work
+      await rpcFor(chain)
+        .requireChainId(chain.chainId ?? nodeChainId)
+        .catch((error: Error) => {
+          throw new StartupError(error.message)
+        })
       return { ...chain, chainId: nodeChainId }
     }),
   )
@@ -64,34 +73,40 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
   const { config, db, roles, logger } = options
   const metrics = createIndexerMetrics(options.metricsRegistry)
   const rpcs = new Map<string, Rpc>()
-  const rpcFor = (chain: Pick<ChainConfig, 'rpcUrl'>) => {
-    let rpc = rpcs.get(chain.rpcUrl)
+  const rpcFor = (chain: Pick<ChainConfig, 'rpcUrl' | 'rpcUrls'>) => {
+    const urls = rpcUrlsOf(chain)
+    const key = urls.join(',')
+    let rpc = rpcs.get(key)
     if (!rpc) {
-      const endpoint = new URL(chain.rpcUrl).host
-      const transportMetrics = metrics.rpcTransport(endpoint)
       rpc = createRpc({
-        url: chain.rpcUrl,
+        urls,
         timeoutMs: config.RPC_TIMEOUT_MS,
         batchSize: config.RPC_BATCH_SIZE,
         batchBytes: config.RPC_BATCH_BYTES,
         concurrency: config.RPC_CONCURRENCY,
         maxConcurrency: config.RPC_MAX_CONCURRENCY,
         maxAttempts: config.RPC_MAX_ATTEMPTS,
-        observer: {
-          ...transportMetrics,
+        // labelled by the redacted URL: never a key in a metric label or a log line
+        observer: (endpoint) => ({
+          ...metrics.rpcTransport(endpoint),
           limitLearned: (message, details) => logger.info({ component: 'rpc', endpoint, ...details }, message),
           response: (status) => {
             if (status >= 300) metrics.rpcResponse(status)
           },
-        },
+        }),
+        onEndpointState: (endpoint, state) =>
+          state === 'sick'
+            ? logger.warn({ component: 'rpc', endpoint }, 'RPC endpoint failing: routing around it until a probe answers')
+            : state === 'healthy' && logger.info({ component: 'rpc', endpoint }, 'RPC endpoint answers again: back in rotation'),
       })
-      rpcs.set(chain.rpcUrl, rpc)
+      metrics.rpcEndpoints(rpc.endpointStates)
+      rpcs.set(key, rpc)
     }
     return rpc
   }
   const chains = await resolveChains(options.chains, rpcFor)
   for (const chain of chains) {
-    logger.info({ chain_id: chain.chainId, rpc: chain.rpcUrl, start_block: chain.startBlock, confirmations: chain.confirmations, entry_points: chain.entryPoints }, 'indexing chain')
+    logger.info({ chain_id: chain.chainId, rpc: rpcUrlsOf(chain).map(redactRpcUrl), start_block: chain.startBlock, confirmations: chain.confirmations, entry_points: chain.entryPoints }, 'indexing chain')
   }
 
   const connections: Redis[] = []
@@ -100,6 +115,14 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
   const queue = createRangeQueue(queueConnection, config.QUEUE_PREFIX, config.STUCK_RANGE_ATTEMPTS)
   // Redis outages surface as failed calls in the follower's loop; the emitter must not crash the process
   queue.on('error', (error) => logger.debug({ err: error.message }, 'range queue connection error'))
+
+  // every few seconds, this process's view of the endpoints for /v1/indexer/status (which may be another process)
+  const publishEndpoints = () =>
+    Promise.all(chains.map((chain) => publishEndpointStates(queueConnection, config.QUEUE_PREFIX, chain.chainId, rpcFor(chain).endpointStates()))).catch(
+      (error: Error) => logger.debug({ err: error.message }, 'could not publish the RPC endpoints state'),
+    )
+  void publishEndpoints()
+  const endpointsTimer = setInterval(publishEndpoints, PUBLISH_EVERY_MS).unref()
 
   const followers: Follower[] = []
   if (roles.follower) {
@@ -150,6 +173,7 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
     async stop() {
       // a follower mid-call to a slow node is not waited for: it only reads and enqueues, and its chain
       // lock (a Postgres session) is released when the process exits
+      clearInterval(endpointsTimer)
       const followersStopped = Promise.all(followers.map((follower) => follower.stop()))
       if (worker) {
         // ranges in progress go back to the queue now, for another worker, instead of holding the

@@ -1,7 +1,7 @@
 import { connect } from 'node:net'
 import postgres from 'postgres'
 import { Redis } from 'ioredis'
-import type { ChainConfig } from '../config/chains.js'
+import { rpcUrlsOf, type ChainConfig } from '../config/chains.js'
 import type { Config } from '../config/env.js'
 import type { Logger } from '../logger.js'
 
@@ -133,10 +133,17 @@ function probeTcp(address: string): Promise<void> {
   })
 }
 
+function probeRpcUrl(url: string): Promise<void> {
+  const websocket = /^wss?:/.test(url)
+  return websocket ? probeTcp(rpcAddress(url)) : probeJsonRpc(url)
+}
+
+const rpcAddress = (url: string) => hostPort(url, url.startsWith('https:') || url.startsWith('wss:') ? 443 : 80)
+
+/** A chain's RPC: reachable when any of its endpoints answers (the pool routes around the others). */
 function rpcDependency(chain: ChainConfig, variable: string): Dependency {
-  const websocket = /^wss?:/.test(chain.rpcUrl)
-  const address = hostPort(chain.rpcUrl, chain.rpcUrl.startsWith('https:') || chain.rpcUrl.startsWith('wss:') ? 443 : 80)
-  return { component: 'rpc', variable, address, probe: () => (websocket ? probeTcp(address) : probeJsonRpc(chain.rpcUrl)) }
+  const urls = rpcUrlsOf(chain)
+  return { component: 'rpc', variable, address: urls.map(rpcAddress).join(','), probe: () => Promise.any(urls.map(probeRpcUrl)).catch((error: AggregateError) => Promise.reject(error.errors[0])) }
 }
 
 /** The dependencies of these roles: Postgres and Redis always, each configured chain's node when indexing. */
@@ -144,7 +151,7 @@ export function dependenciesOf(config: Config, options: { indexing: boolean; red
   const dependencies = [postgresDependency(config.DATABASE_URL)]
   if (options.redis !== false) dependencies.push(redisDependency(config.REDIS_URL))
   if (options.indexing) {
-    config.chains.forEach((chain, index) => dependencies.push(rpcDependency(chain, config.CHAINS ? `CHAINS[${index}].rpcUrl` : 'RPC_URL')))
+    config.chains.forEach((chain, index) => dependencies.push(rpcDependency(chain, config.CHAINS ? `CHAINS[${index}].${chain.rpcUrls ? 'rpcUrls' : 'rpcUrl'}` : 'RPC_URL')))
   }
   return dependencies
 }

@@ -9,7 +9,10 @@ export const defaultEntryPoints: readonly Address[] = [entryPoint06Address, entr
 export type ChainConfig = {
   /** Undefined until read from the node (`eth_chainId`) when not configured. */
   chainId: number | undefined
+  /** The first (or only) endpoint. */
   rpcUrl: string
+  /** Every endpoint when there are several (RPC_URL as a comma-separated list, CHAINS[].rpcUrls); read through rpcUrlsOf. */
+  rpcUrls?: string[] | undefined
   wsUrl: string | undefined
   startBlock: number
   confirmations: number
@@ -23,9 +26,12 @@ export type ChainConfig = {
 
 const address = z.string().refine(isAddress, { error: 'must be a 0x-prefixed 20-byte address' }).transform((a) => getAddress(a))
 
+const httpUrl = z.string().refine(isRpcUrl, { error: 'must be an http(s) or ws(s) URL' })
+
 const chainEntrySchema = z.object({
   chainId: z.number().int().positive().optional(),
-  rpcUrl: z.string().url(),
+  rpcUrl: httpUrl.optional(),
+  rpcUrls: z.array(httpUrl).min(1, 'must list at least one URL').optional(),
   wsUrl: z.string().url().optional(),
   startBlock: z.number().int().min(0).optional(),
   confirmations: z.number().int().min(0).optional(),
@@ -34,7 +40,40 @@ const chainEntrySchema = z.object({
   explorerUrl: z.string().url().optional(),
 })
 
-const chainsSchema = z.array(chainEntrySchema).min(1, 'must list at least one chain')
+const chainsSchema = z.array(
+  chainEntrySchema
+    .refine((entry) => entry.rpcUrl !== undefined || entry.rpcUrls !== undefined, { error: 'rpcUrl or rpcUrls is required', path: ['rpcUrl'] })
+    .transform(({ rpcUrl, rpcUrls, ...entry }) => ({ ...entry, ...endpointsFields(unique([...(rpcUrl ? [rpcUrl] : []), ...(rpcUrls ?? [])])) })),
+).min(1, 'must list at least one chain')
+
+function isRpcUrl(value: string): boolean {
+  try {
+    return ['http:', 'https:', 'ws:', 'wss:'].includes(new URL(value).protocol)
+  } catch {
+    return false
+  }
+}
+
+const unique = (urls: readonly string[]) => [...new Set(urls)]
+
+/** `rpcUrl` always (the first), `rpcUrls` only when there are several: one endpoint stays configured as before. */
+function endpointsFields(urls: readonly string[]): Pick<ChainConfig, 'rpcUrl' | 'rpcUrls'> {
+  return urls.length > 1 ? { rpcUrl: urls[0]!, rpcUrls: [...urls] } : { rpcUrl: urls[0]! }
+}
+
+/** Every endpoint of a chain, in the order configured. */
+export function rpcUrlsOf(chain: Pick<ChainConfig, 'rpcUrl' | 'rpcUrls'>): string[] {
+  return chain.rpcUrls?.length ? chain.rpcUrls : [chain.rpcUrl]
+}
+
+/** RPC_URL: one URL, or several separated by commas (the same chain's endpoints). */
+export function parseRpcUrlList(value: string): string[] | undefined {
+  const urls = value
+    .split(',')
+    .map((url) => url.trim())
+    .filter((url) => url !== '')
+  return urls.length > 0 && urls.every(isRpcUrl) ? unique(urls) : undefined
+}
 
 function parseChainsValue(raw: string, readFile: (path: string) => string): unknown {
   const text = raw.trim().startsWith('[') ? raw : readFile(raw)
@@ -80,5 +119,7 @@ export function chainsFromEnv(env: ChainVariables, readFile: (path: string) => s
     return chains
   }
   if (!env.RPC_URL) return []
-  return [{ ...defaults, chainId: env.CHAIN_ID, rpcUrl: env.RPC_URL, wsUrl: env.WS_URL }]
+  const urls = parseRpcUrlList(env.RPC_URL)
+  if (!urls) throw new ConfigError('Invalid configuration: RPC_URL: must be an http(s) or ws(s) URL, or several separated by commas')
+  return [{ ...defaults, chainId: env.CHAIN_ID, ...endpointsFields(urls), wsUrl: env.WS_URL }]
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { defaultEntryPoints } from './chains.js'
+import { defaultEntryPoints, rpcUrlsOf } from './chains.js'
 import { ConfigError, loadConfig } from './env.js'
 
 describe('loadConfig', () => {
@@ -48,5 +48,39 @@ describe('loadConfig', () => {
   it('rejects bad CHAINS entries with their position', () => {
     expect(() => loadConfig({ CHAINS: '[{"chainId":1}]' })).toThrow(/CHAINS\[0\.rpcUrl\]/)
     expect(() => loadConfig({ CHAINS: '[{"chainId":1,"rpcUrl":"http://a"},{"chainId":1,"rpcUrl":"http://b"}]' })).toThrow(/appears twice/)
+  })
+
+  it('takes several endpoints for the chain from RPC_URL, comma-separated (spaces and repeats ignored)', () => {
+    const config = loadConfig({ RPC_URL: 'https://a.example/v2/KEY1, https://b.example/rpc,https://a.example/v2/KEY1' })
+    expect(config.chains[0]).toMatchObject({ rpcUrl: 'https://a.example/v2/KEY1', rpcUrls: ['https://a.example/v2/KEY1', 'https://b.example/rpc'] })
+    expect(rpcUrlsOf(config.chains[0]!)).toEqual(['https://a.example/v2/KEY1', 'https://b.example/rpc'])
+  })
+
+  it('keeps one RPC_URL a single endpoint', () => {
+    const [chain] = loadConfig({ RPC_URL: 'http://127.0.0.1:8545' }).chains
+    expect(chain!.rpcUrls).toBeUndefined()
+    expect(rpcUrlsOf(chain!)).toEqual(['http://127.0.0.1:8545'])
+  })
+
+  it('names RPC_URL when an entry of its list is not a URL', () => {
+    expect(() => loadConfig({ RPC_URL: 'https://a.example,not-a-url' })).toThrow(/RPC_URL: must be an http\(s\) or ws\(s\) URL, or several separated by commas/)
+    expect(() => loadConfig({ RPC_URL: ',' })).toThrow(/RPC_URL: /)
+  })
+
+  it('takes CHAINS[].rpcUrls as an array, rpcUrl still accepted (and joined first)', () => {
+    const config = loadConfig({
+      CHAINS: JSON.stringify([
+        { chainId: 1, rpcUrls: ['http://a:8545', 'http://b:8545'] },
+        { chainId: 2, rpcUrl: 'http://c:8545' },
+        { chainId: 3, rpcUrl: 'http://d:8545', rpcUrls: ['http://e:8545'] },
+      ]),
+    })
+    expect(config.chains.map(rpcUrlsOf)).toEqual([['http://a:8545', 'http://b:8545'], ['http://c:8545'], ['http://d:8545', 'http://e:8545']])
+    expect(config.chains[0]!.rpcUrl).toBe('http://a:8545')
+  })
+
+  it('names the bad entry of CHAINS[].rpcUrls, and an empty list', () => {
+    expect(() => loadConfig({ CHAINS: '[{"chainId":1,"rpcUrls":["http://a","ftp://b"]}]' })).toThrow(/CHAINS\[0\.rpcUrls\.1\]: must be an http\(s\) or ws\(s\) URL/)
+    expect(() => loadConfig({ CHAINS: '[{"chainId":1,"rpcUrls":[]}]' })).toThrow(/CHAINS\[0\.rpcUrls\]: must list at least one URL/)
   })
 })

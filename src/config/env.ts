@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { z } from 'zod'
-import { chainsFromEnv, type ChainConfig } from './chains.js'
+import { chainsFromEnv, parseRpcUrlList, type ChainConfig } from './chains.js'
 
 import { ConfigError } from './errors.js'
 import { validateRpcUrlSchema } from './validate-rpc.js'
@@ -87,7 +87,11 @@ const envSchema = z.object({
   VALIDATE_RPC_URL: validateRpcUrlSchema.optional(),
 
   // --- indexer ---
-  RPC_URL: urlWithProtocols(['http:', 'https:', 'ws:', 'wss:']).optional(),
+  /** The chain's RPC endpoints: one URL, or several separated by commas (work spreads by measured throughput, fails over). */
+  RPC_URL: z
+    .string()
+    .refine((value) => parseRpcUrlList(value) !== undefined, { error: 'must be an http(s) or ws(s) URL, or several separated by commas' })
+    .optional(),
   WS_URL: urlWithProtocols(['ws:', 'wss:']).optional(),
   CHAIN_ID: positiveInt.optional(),
   START_BLOCK: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must be >= 0').default(0),

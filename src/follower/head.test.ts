@@ -1,22 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { createTicker, latestHeader, targetOf } from './head.js'
+import { createTicker, targetOf } from './head.js'
 
 afterEach(() => {
   vi.useRealTimers()
-})
-
-const HEADER = { number: '0x1f', hash: `0x${'a'.repeat(64)}`, parentHash: `0x${'b'.repeat(64)}`, timestamp: '0x0' }
-
-describe('latestHeader', () => {
-  it('asks for the latest block without its transactions', async () => {
-    const request = vi.fn(async () => HEADER)
-    expect(await latestHeader({ request } as never)).toBe(HEADER)
-    expect(request).toHaveBeenCalledWith('eth_getBlockByNumber', ['latest', false])
-  })
-
-  it('throws when the node returns none', async () => {
-    await expect(latestHeader({ request: async () => null } as never)).rejects.toThrow('node returned no latest block')
-  })
 })
 
 describe('targetOf', () => {

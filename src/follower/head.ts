@@ -5,18 +5,20 @@ import type { IndexerMetrics } from '../metrics/indexer.js'
 import type { RawHeader, Rpc } from '../rpc/client.js'
 import { recordHead } from '../store/chain-state.js'
 
-/** The node's latest block header. */
-export async function latestHeader(rpc: Pick<Rpc, 'request'>): Promise<RawHeader> {
-  const header = await rpc.request<RawHeader | null>('eth_getBlockByNumber', ['latest', false])
-  if (!header) throw new Error('node returned no latest block')
-  return header
+/**
+ * The latest block header: the highest among the chain's healthy endpoints
+ * (rpc/client.ts), so one endpoint behind the others neither holds the head
+ * back nor moves it down.
+ */
+export function latestHeader(rpc: Pick<Rpc, 'latestHeader'>): Promise<RawHeader> {
+  return rpc.latestHeader()
 }
 
 /** Head minus the confirmation depth: the highest block indexed. */
 export const targetOf = (head: number, confirmations: number) => head - confirmations
 
 /** Reads the node's head, records it (`chain_state`, the head gauge) and returns its number. */
-export async function trackHead({ sql, rpc, chainId, metrics }: { sql: Sql; rpc: Pick<Rpc, 'request'>; chainId: number; metrics?: IndexerMetrics | undefined }) {
+export async function trackHead({ sql, rpc, chainId, metrics }: { sql: Sql; rpc: Pick<Rpc, 'latestHeader'>; chainId: number; metrics?: IndexerMetrics | undefined }) {
   const header = await latestHeader(rpc)
   const number = Number.parseInt(header.number, 16)
   await recordHead(sql, chainId, number, header.hash)

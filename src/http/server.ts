@@ -169,6 +169,8 @@ export async function createServer(deps: ServerDeps): Promise<Server> {
   })
   await app.register(indexerStatusRoutes, {
     db: deps.db,
+    redis: deps.redis,
+    queuePrefix: config.QUEUE_PREFIX,
     chainIds: chains.map((chain) => chain.chainId).filter((id): id is number => id !== undefined),
     stuckAfterAttempts: config.STUCK_RANGE_ATTEMPTS,
   })

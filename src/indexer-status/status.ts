@@ -1,5 +1,6 @@
 import type { Sql } from '../db/client.js'
 import { indexingState, type ChainIndexingState } from '../store/indexing-state.js'
+import type { PublishedEndpointState } from './endpoints.js'
 
 /** A chain's indexing state (store/indexing-state.ts) as the API shows it: times as ISO text, and the lag. */
 export type ChainStatus = {
@@ -15,6 +16,8 @@ export type ChainStatus = {
   rangesStuck: number
   lastMinute: ChainIndexingState['lastMinute']
   lastError: (Omit<NonNullable<ChainIndexingState['lastError']>, 'at'> & { at: string }) | null
+  /** The chain's RPC endpoints as the fetching processes last saw them (URLs redacted); null when that could not be read. */
+  endpoints: PublishedEndpointState[] | null
 }
 
 export type IndexerStatus = { stuckAfterAttempts: number; chains: ChainStatus[] }
@@ -26,14 +29,23 @@ export type IndexerStatus = { stuckAfterAttempts: number; chains: ChainStatus[] 
  */
 export async function readIndexerStatus(
   sql: Sql,
-  options: { chainIds: readonly number[]; stuckAfterAttempts: number; now?: Date },
+  options: {
+    chainIds: readonly number[]
+    stuckAfterAttempts: number
+    now?: Date
+    /** Per chain, its endpoints' published state (indexer-status/endpoints.ts); undefined: not known here. */
+    endpoints?: ReadonlyMap<number, PublishedEndpointState[]> | undefined
+  },
 ): Promise<IndexerStatus> {
   const now = options.now ?? new Date()
   const states = await indexingState(sql, { chainIds: options.chainIds, stuckAfterAttempts: options.stuckAfterAttempts, now })
-  return { stuckAfterAttempts: options.stuckAfterAttempts, chains: states.map((state) => chainStatus(state, now)) }
+  return {
+    stuckAfterAttempts: options.stuckAfterAttempts,
+    chains: states.map((state) => chainStatus(state, now, options.endpoints ? (options.endpoints.get(state.chainId) ?? []) : null)),
+  }
 }
 
-function chainStatus(state: ChainIndexingState, now: Date): ChainStatus {
+function chainStatus(state: ChainIndexingState, now: Date, endpoints: PublishedEndpointState[] | null): ChainStatus {
   const { head, indexed } = state
   const lagBlocks = head !== null && indexed !== null ? Math.max(0, head - indexed) : null
   // behind: how old the newest indexed block is (pruned blocks leave it unknown)
@@ -50,5 +62,6 @@ function chainStatus(state: ChainIndexingState, now: Date): ChainStatus {
     rangesStuck: state.stuckRanges,
     lastMinute: state.lastMinute,
     lastError: state.lastError ? { ...state.lastError, at: state.lastError.at.toISOString() } : null,
+    endpoints,
   }
 }

@@ -31,6 +31,52 @@ export function createIndexerMetrics(registry: Registry) {
   const backfillRate = new Gauge({ name: 'indexer_backfill_rate_per_second', help: 'Backfill speed over the last 10 s report, by what is counted (blocks, transactions, attributions); 0 once caught up', labelNames: ['chain_id', 'unit'], registers: [registry] })
   const backfillRemaining = new Gauge({ name: 'indexer_backfill_blocks_remaining', help: 'Blocks the backfill still has to index, at the last report', labelNames: ['chain_id'], registers: [registry] })
   const backfillEta = new Gauge({ name: 'indexer_backfill_eta_seconds', help: 'Estimated seconds to catch up at the last report speed (0 once caught up, absent while unknown)', labelNames: ['chain_id'], registers: [registry] })
+  // per RPC endpoint, read from the pools at scrape time (label: the redacted URL)
+  const endpointSources: Array<() => readonly EndpointMetricState[]> = []
+  const endpointStates = () => endpointSources.flatMap((source) => source())
+  new Gauge({
+    name: 'indexer_rpc_endpoint_healthy',
+    help: 'Whether the RPC endpoint gets work (1) or is routed around until a probe answers (0)',
+    labelNames: ['endpoint'],
+    registers: [registry],
+    collect() {
+      this.reset()
+      for (const state of endpointStates()) this.set({ endpoint: state.url }, state.state === 'healthy' ? 1 : 0)
+    },
+  })
+  new Gauge({
+    name: 'indexer_rpc_endpoint_throughput',
+    help: 'What the RPC endpoint delivers per busy second (moving average over 2 s windows), by unit (items: blocks, receipts, headers; bytes)',
+    labelNames: ['endpoint', 'unit'],
+    registers: [registry],
+    collect() {
+      this.reset()
+      for (const state of endpointStates()) {
+        if (state.itemsPerSecond !== null) this.set({ endpoint: state.url, unit: 'items' }, state.itemsPerSecond)
+        if (state.bytesPerSecond !== null) this.set({ endpoint: state.url, unit: 'bytes' }, state.bytesPerSecond)
+      }
+    },
+  })
+  new Gauge({
+    name: 'indexer_rpc_endpoint_items',
+    help: 'Items (blocks, receipts, headers) the RPC endpoint delivered since the process started',
+    labelNames: ['endpoint'],
+    registers: [registry],
+    collect() {
+      this.reset()
+      for (const state of endpointStates()) this.set({ endpoint: state.url }, state.items)
+    },
+  })
+  new Gauge({
+    name: 'indexer_rpc_endpoint_failed_works',
+    help: 'Works (a range of blocks, a set of receipts, a header) that failed on the RPC endpoint and went to another, since the process started',
+    labelNames: ['endpoint'],
+    registers: [registry],
+    collect() {
+      this.reset()
+      for (const state of endpointStates()) this.set({ endpoint: state.url }, state.errors)
+    },
+  })
   const pending = new Gauge({ name: 'indexer_follower_pending_ranges', help: 'Ranges waiting to be indexed', labelNames: ['chain_id'], registers: [registry] })
 
   return {
@@ -60,7 +106,11 @@ export function createIndexerMetrics(registry: Registry) {
       if (progress.etaSeconds === undefined) backfillEta.remove(label(chainId))
       else backfillEta.set(label(chainId), progress.etaSeconds)
     },
-    /** The transport's view of one node, labelled by its host (never the path, which may hold an API key). */
+    /** Reports the state of a pool's endpoints at each scrape. */
+    rpcEndpoints(states: () => readonly EndpointMetricState[]) {
+      endpointSources.push(states)
+    },
+    /** The transport's view of one node, labelled by its redacted URL (rpc/endpoint-redact.ts: never an API key). */
     rpcTransport(endpoint: string) {
       return {
         batchSize: (call: string, size: number) => rpcBatchSize.set({ endpoint, call }, size),
@@ -73,6 +123,9 @@ export function createIndexerMetrics(registry: Registry) {
     },
   }
 }
+
+/** What the metrics read of an endpoint (rpc/endpoint-pool.ts EndpointState fits). */
+type EndpointMetricState = { url: string; state: string; itemsPerSecond: number | null; bytesPerSecond: number | null; items: number; errors: number }
 
 export type BackfillProgress = {
   blocksPerSecond: number

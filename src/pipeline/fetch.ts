@@ -82,7 +82,10 @@ export async function fetchRange(
 
   const malformed = found.flatMap(({ candidate, block }) => malformedOf(candidate, block))
   const needing = found.filter(({ candidate }) => needsReceipt(candidate))
-  const receipts = await rpc.receipts(needing.map(({ candidate }) => candidate.tx.hash))
+  // each receipt is checked to come from the block fetched: a reorg in between is a retry, never a mix
+  const receipts = await rpc.receipts(
+    needing.map(({ candidate, block }) => ({ hash: candidate.tx.hash, block: { number: block.number, hash: block.hash, txCount: block.txCount } })),
+  )
   const attributions = needing.flatMap(({ candidate, block }, i) => attributionsOf(candidate, receipts[i]!, block))
   return { blocks, txCount, attributions, malformed }
 }

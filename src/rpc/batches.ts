@@ -1,22 +1,31 @@
 import { numberToHex, type Hex } from 'viem'
 import { matchesFilter, scanBlockBatch, type ScannedBlock, type TransactionFilter } from './block-scan.js'
-import { BlockNotFoundError, MismatchedAnswerError, ReceiptNotFoundError } from './errors.js'
+import type { Endpoint, EndpointPool } from './endpoint-pool.js'
+import { createReceiptKnowledge, saysMethodMissing, type ReceiptKnowledge } from './endpoint-receipts.js'
+import { BlockNotFoundError, MismatchedAnswerError, ReceiptNotFoundError, ReceiptsOfAnotherBlockError } from './errors.js'
 import { sameHash, type RawReceipt, type RawTransaction } from './objects.js'
-import type { Transport } from './transport.js'
 
 /**
- * The indexer's bulk calls — full blocks and receipts — over the adaptive
- * transport. Blocks are read by the scanner in block-scan.ts rather than
- * parsed: parsing every transaction is the cost this path exists to avoid.
- * An answer the scanner gives up on (an error item, a missing block, an
- * unusual layout) is parsed and read call by call, so the transport can
- * retry just the calls that failed.
+ * The indexer's bulk calls — full blocks and receipts — over the chain's
+ * endpoint pool, each work on one endpoint's transport. Blocks are read by
+ * the scanner in block-scan.ts rather than parsed: parsing every
+ * transaction is the cost this path exists to avoid. An answer the scanner
+ * gives up on (an error item, a missing block, an unusual layout) is parsed
+ * and read call by call, so the transport can retry just the calls that
+ * failed. Receipts come per transaction or per block, whichever the
+ * endpoint's measured answer sizes say is cheaper (endpoint-receipts.ts).
  */
 type FullBlock = { number: Hex; hash: Hex; parentHash: Hex; timestamp: Hex; transactions: RawTransaction[] | Hex[] }
 
 export class RpcItemError extends Error {
   override name = 'RpcItemError'
 }
+
+/** A transaction whose receipt is wanted, and the block it was fetched in (the receipt must come from that very block). */
+export type ReceiptWanted = { hash: Hex; block: { number: number; hash: Hex; txCount: number } }
+
+/** Raised by a reader that only measures an answer: the transport then reads it call by call. */
+class MeasuredOnly extends Error {}
 
 /** One parsed block, checked and reduced to what the scanner would have found. */
 function scannedFrom(value: unknown, number: number, filter: TransactionFilter): ScannedBlock {
@@ -37,37 +46,180 @@ function scannedFrom(value: unknown, number: number, filter: TransactionFilter):
   }
 }
 
-function checkedReceipt(value: unknown, hash: Hex): RawReceipt {
-  const receipt = value as RawReceipt | null
-  if (!receipt) throw new ReceiptNotFoundError(hash)
-  if (!sameHash(receipt.transactionHash, hash)) {
-    throw new MismatchedAnswerError(`asked for the receipt of ${hash}, the node answered the receipt of ${receipt.transactionHash}`)
-  }
+/** A receipt from the block it was wanted from: a receipt of another block hash is a reorg between the calls. */
+function checkedBlockHash(receipt: RawReceipt, block: ReceiptWanted['block']): RawReceipt {
+  if (receipt.blockHash && !sameHash(receipt.blockHash, block.hash)) throw new ReceiptsOfAnotherBlockError(block.number, block.hash, receipt.blockHash)
   return receipt
 }
 
-export function createBatches(transport: Transport) {
-  /** Blocks `from`..`to`, with the transactions `filter` keeps; throws BlockNotFoundError if the node lacks one. */
+function checkedReceipt(value: unknown, wanted: ReceiptWanted): RawReceipt {
+  const receipt = value as RawReceipt | null
+  if (!receipt) throw new ReceiptNotFoundError(wanted.hash)
+  if (!sameHash(receipt.transactionHash, wanted.hash)) {
+    throw new MismatchedAnswerError(`asked for the receipt of ${wanted.hash}, the node answered the receipt of ${receipt.transactionHash}`)
+  }
+  return checkedBlockHash(receipt, wanted.block)
+}
+
+/** A block's receipts, checked to be all of that very block's, by transaction hash. */
+function checkedBlockReceipts(value: unknown, block: ReceiptWanted['block']): Map<string, RawReceipt> {
+  // a lagging endpoint has no receipts for a block it has not got: lag, asked elsewhere
+  if (value === null || value === undefined) throw new BlockNotFoundError(block.number)
+  if (!Array.isArray(value)) throw new MismatchedAnswerError(`eth_getBlockReceipts of block ${block.number} is not a list`)
+  if (value.length !== block.txCount) {
+    throw new MismatchedAnswerError(`block ${block.number} holds ${block.txCount} transactions, its receipts ${value.length}`)
+  }
+  const byHash = new Map<string, RawReceipt>()
+  for (const receipt of value as RawReceipt[]) {
+    // a receipt without a block hash cannot prove it belongs: better no mix than a guess
+    if (!receipt?.blockHash) throw new MismatchedAnswerError(`a receipt of block ${block.number} names no block hash`)
+    byHash.set(checkedBlockHash(receipt, block).transactionHash.toLowerCase(), receipt)
+  }
+  return byHash
+}
+
+const supported = (known: ReceiptKnowledge) => known.support === 'supported'
+
+export function createBatches(pool: EndpointPool, options: { timeoutMs: number }) {
+  const knowledge = new WeakMap<Endpoint, ReceiptKnowledge>()
+  const probes = new Map<Endpoint, Promise<void>>()
+  const knowledgeOf = (endpoint: Endpoint) => {
+    let known = knowledge.get(endpoint)
+    if (!known) knowledge.set(endpoint, (known = createReceiptKnowledge()))
+    return known
+  }
+
+  /** Blocks `from`..`to`, with the transactions `filter` keeps; throws BlockNotFoundError if no endpoint has one. */
   function blocks(from: number, to: number, filter: TransactionFilter): Promise<ScannedBlock[]> {
     const numbers = Array.from({ length: to - from + 1 }, (_, i) => from + i)
-    return transport.callMany({
-      method: 'eth_getBlockByNumber',
-      sizeKey: 'eth_getBlockByNumber(full)',
-      params: numbers.map((number) => [numberToHex(number), true]),
-      readBatch: (body, positions) => scanBlockBatch(body, positions.map((position) => numbers[position]!), filter),
-      readResult: (value, position) => scannedFrom(value, numbers[position]!, filter),
+    return pool.run(numbers.length, (endpoint) =>
+      endpoint.transport.callMany({
+        method: 'eth_getBlockByNumber',
+        sizeKey: 'eth_getBlockByNumber(full)',
+        params: numbers.map((number) => [numberToHex(number), true]),
+        readBatch: (body, positions) => {
+          endpoint.meter.bytes(body.length)
+          return scanBlockBatch(body, positions.map((position) => numbers[position]!), filter)
+        },
+        readResult: (value, position) => scannedFrom(value, numbers[position]!, filter),
+      }),
+    )
+  }
+
+  /**
+   * Whether the endpoint serves eth_getBlockReceipts, asked once with a plain
+   * request (not through the transport: a node without the method would
+   * have each of its retries spent on finding that out). Unknown stays
+   * unknown when the question itself failed; it is asked again next time.
+   */
+  function probeBlockReceipts(endpoint: Endpoint, blockNumber: number): Promise<void> {
+    // ranges fetched at once share one question
+    let probe = probes.get(endpoint)
+    if (!probe) {
+      probe = askBlockReceipts(endpoint, blockNumber).finally(() => probes.delete(endpoint))
+      probes.set(endpoint, probe)
+    }
+    return probe
+  }
+
+  async function askBlockReceipts(endpoint: Endpoint, blockNumber: number): Promise<void> {
+    const known = knowledgeOf(endpoint)
+    try {
+      const response = await fetch(endpoint.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getBlockReceipts', params: [numberToHex(blockNumber)] }),
+        signal: AbortSignal.timeout(options.timeoutMs),
+      })
+      const text = await response.text()
+      if (saysMethodMissing(text.slice(0, 500)) && (!response.ok || text.includes('"error"'))) known.support = 'unsupported'
+      else if (response.ok && text.includes('"result"')) known.support = 'supported'
+    } catch {
+      // unreachable now: single receipts this time, the question asked again later
+    }
+  }
+
+  /** The receipts of whole blocks, for the wanted transactions at `positions`. */
+  async function blockReceiptsInto(endpoint: Endpoint, wanted: readonly ReceiptWanted[], groups: number[][], results: RawReceipt[]) {
+    const blocksAsked = groups.map((positions) => wanted[positions[0]!]!.block)
+    const known = knowledgeOf(endpoint)
+    const byBlock = await endpoint.transport.callMany({
+      method: 'eth_getBlockReceipts',
+      params: blocksAsked.map((block) => [numberToHex(block.number)]),
+      readBatch: (body, positions) => {
+        endpoint.meter.bytes(body.length)
+        known.blockReceipts(body.length, positions.length, positions.reduce((sum, position) => sum + blocksAsked[position]!.txCount, 0))
+        throw new MeasuredOnly()
+      },
+      readResult: (value, position) => checkedBlockReceipts(value, blocksAsked[position]!),
+    })
+    groups.forEach((positions, g) => {
+      for (const position of positions) {
+        const receipt = byBlock[g]!.get(wanted[position]!.hash.toLowerCase())
+        if (!receipt) throw new MismatchedAnswerError(`the receipts of block ${blocksAsked[g]!.number} lack transaction ${wanted[position]!.hash}`)
+        results[position] = receipt
+      }
     })
   }
 
-  /** Receipts of the given transactions; throws ReceiptNotFoundError if the node lacks one. */
-  function receipts(hashes: readonly Hex[]): Promise<RawReceipt[]> {
-    if (hashes.length === 0) return Promise.resolve([])
-    return transport.callMany({
+  /** One receipt per wanted transaction at `positions`. */
+  async function singleReceiptsInto(endpoint: Endpoint, wanted: readonly ReceiptWanted[], positions: number[], results: RawReceipt[]) {
+    if (positions.length === 0) return
+    const known = knowledgeOf(endpoint)
+    const receipts = await endpoint.transport.callMany({
       method: 'eth_getTransactionReceipt',
-      params: hashes.map((hash) => [hash]),
-      readResult: (value, position) => checkedReceipt(value, hashes[position]!),
+      params: positions.map((position) => [wanted[position]!.hash]),
+      readBatch: (body, asked) => {
+        endpoint.meter.bytes(body.length)
+        known.singleReceipts(body.length, asked.length)
+        throw new MeasuredOnly()
+      },
+      readResult: (value, k) => checkedReceipt(value, wanted[positions[k]!]!),
     })
+    receipts.forEach((receipt, k) => (results[positions[k]!] = receipt))
   }
 
-  return { blocks, receipts }
+  async function receiptsFrom(endpoint: Endpoint, wanted: readonly ReceiptWanted[]): Promise<RawReceipt[]> {
+    const known = knowledgeOf(endpoint)
+    const byBlock = new Map<string, number[]>()
+    for (const [position, { block }] of wanted.entries()) {
+      const key = block.hash.toLowerCase()
+      const group = byBlock.get(key)
+      if (group) group.push(position)
+      else byBlock.set(key, [position])
+    }
+    let whole = [...byBlock.values()].filter((positions) => known.wholeBlockCheaper(positions.length, wanted[positions[0]!]!.block.txCount))
+    if (whole.length > 0 && known.support === 'unknown') {
+      await probeBlockReceipts(endpoint, wanted[whole[0]![0]!]!.block.number)
+      if (!supported(known)) whole = []
+    }
+    const inWhole = new Set(whole.flat())
+    const single = wanted.flatMap((_, position) => (inWhole.has(position) ? [] : [position]))
+    const results = new Array<RawReceipt>(wanted.length)
+    await Promise.all([whole.length ? wholeOrSingle(endpoint, wanted, whole, results) : undefined, singleReceiptsInto(endpoint, wanted, single, results)])
+    return results
+  }
+
+  /** Whole blocks' receipts; a node that turns out not to have the method (a pool behind one URL) gets single receipts from now on. */
+  async function wholeOrSingle(endpoint: Endpoint, wanted: readonly ReceiptWanted[], groups: number[][], results: RawReceipt[]) {
+    try {
+      await blockReceiptsInto(endpoint, wanted, groups, results)
+    } catch (error) {
+      if (!(error instanceof Error) || !saysMethodMissing(error.message)) throw error
+      knowledgeOf(endpoint).support = 'unsupported'
+      await singleReceiptsInto(endpoint, wanted, groups.flat(), results)
+    }
+  }
+
+  /**
+   * Receipts of the wanted transactions, in order, each from the block it
+   * was fetched in; throws ReceiptNotFoundError if no endpoint has one, and
+   * ReceiptsOfAnotherBlockError when the chain moved between block and receipts.
+   */
+  function receipts(wanted: readonly ReceiptWanted[]): Promise<RawReceipt[]> {
+    if (wanted.length === 0) return Promise.resolve([])
+    return pool.run(wanted.length, (endpoint) => receiptsFrom(endpoint, wanted))
+  }
+
+  return { blocks, receipts, receiptKnowledge: (endpoint: Endpoint) => knowledgeOf(endpoint).read() }
 }

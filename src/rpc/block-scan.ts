@@ -124,17 +124,18 @@ function keyKind(body: Uint8Array, start: number, length: number): number {
   return KEY_OTHER
 }
 
-/** Set by scanTransaction: whether the transaction it just read matches the filter. */
-let matched = false
-
-/** End (exclusive) of the transaction object starting at `start`; `matched` says whether it matches the filter. */
+/**
+ * End (exclusive) of the transaction object starting at `start`, negated
+ * (`-end`) when the transaction matches the filter: one number back, so the
+ * hot loop allocates nothing and no state outlives the call.
+ */
 function scanTransaction(body: Buffer, start: number, filter: ByteFilter): number {
   let i = start
   let depth = 0
   let expectKey = true
   let key = KEY_OTHER
   let keysSeen = 0
-  matched = false
+  let matched = false
   for (;;) {
     const c = body[i]
     if (c === QUOTE) {
@@ -161,7 +162,7 @@ function scanTransaction(body: Buffer, start: number, filter: ByteFilter): numbe
       expectKey = c === OPEN_BRACE
     } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
       depth--
-      if (depth === 0) return i + 1
+      if (depth === 0) return matched ? -(i + 1) : i + 1
       if (depth < 0) throw new ScanFailed('unbalanced transaction object')
     } else if (c === undefined) {
       throw new ScanFailed('response ends inside a transaction')
@@ -252,8 +253,9 @@ export function scanBlockBatch(body: Buffer, numbers: readonly number[], filter:
       while (c === COMMA || (c !== undefined && isWhitespace(c))) c = body[++i]
       if (c === CLOSE_BRACKET) break
       if (c !== OPEN_BRACE) throw new ScanFailed('transactions hold something other than objects (hashes only?)')
-      const end = scanTransaction(body, i, bytes)
-      if (matched) candidates.push(parsePart(body, i, end, 'a candidate transaction') as RawTransaction)
+      const scanned = scanTransaction(body, i, bytes)
+      const end = Math.abs(scanned)
+      if (scanned < 0) candidates.push(parsePart(body, i, end, 'a candidate transaction') as RawTransaction)
       txCount++
       i = end
     }

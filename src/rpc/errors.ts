@@ -23,3 +23,16 @@ export class ReceiptNotFoundError extends Error {
 export class MismatchedAnswerError extends Error {
   override name = 'MismatchedAnswerError'
 }
+
+/**
+ * A block's receipts (or a candidate's receipt) came from another block than
+ * the one fetched: the chain reorganised between the two calls, or the
+ * endpoint is on another branch. Never mixed into the range: the range is
+ * asked again (and the follower settles which branch is right).
+ */
+export class ReceiptsOfAnotherBlockError extends Error {
+  override name = 'ReceiptsOfAnotherBlockError'
+  constructor(blockNumber: number, expected: string, got: string) {
+    super(`receipts of block ${blockNumber} belong to block hash ${got}, but the block fetched is ${expected}`)
+  }
+}

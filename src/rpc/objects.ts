@@ -20,4 +20,4 @@ export type RawTransaction = {
 }
 
 export type RawLog = { address: Address; topics: Hex[]; data: Hex }
-export type RawReceipt = { transactionHash: Hex; status: Hex; logs: RawLog[] }
+export type RawReceipt = { transactionHash: Hex; status: Hex; logs: RawLog[]; blockHash?: Hex | null; blockNumber?: Hex | null }

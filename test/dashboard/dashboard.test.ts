@@ -132,6 +132,8 @@ describe('dashboard page', () => {
     expect(text).toContain(`head ${chainStatus.headBlock.toLocaleString('en-US')}`)
     expect(text).toContain(`indexed ${chainStatus.indexedBlock.toLocaleString('en-US')}`)
     expect(text).toContain(`${chainStatus.rangesPending} pending · ${chainStatus.rangesStuck} stuck`)
+    // each RPC endpoint the fetching processes published, by host (the status already redacts the URL)
+    for (const endpoint of chainStatus.endpoints ?? []) expect(text).toContain(new URL(endpoint.url).host)
 
     const summary = await request(`${api.url}/v1/analytics/summary?window=7d`)
     expect(summary.body.totals.attributions).toBe(truth.attributions.length)

@@ -305,10 +305,26 @@ function chainBadge(chain) {
     `${chain.rangesPending} pending`,
     `${chain.rangesStuck} stuck`,
     `${formatNumber.format(chain.lastMinute.blocks)} blocks/min`,
+    ...(chain.endpoints ?? []).map(endpointPart),
   ]
   box.textContent = parts.join(' · ')
-  if (chain.lastError) box.title = `last error ${chain.lastError.at}: ${chain.lastError.message}`
+  const titles = [
+    ...(chain.lastError ? [`last error ${chain.lastError.at}: ${chain.lastError.message}`] : []),
+    ...(chain.endpoints ?? []).filter((endpoint) => endpoint.lastError).map((endpoint) => `${endpoint.url}: ${endpoint.lastError}`),
+  ]
+  if (titles.length) box.title = titles.join('\n')
   return box
+}
+
+/** One RPC endpoint in the status line: its host (the URL is already redacted), health and measured throughput. */
+function endpointPart(endpoint) {
+  let host = endpoint.url
+  try {
+    host = new URL(endpoint.url).host
+  } catch {}
+  const rate = endpoint.itemsPerSecond === null ? 'unmeasured' : `${formatNumber.format(Math.round(endpoint.itemsPerSecond))} items/s`
+  const point = endpoint.concurrency === null ? '' : `, ${endpoint.concurrency} in flight`
+  return `${host} ${endpoint.state === 'healthy' ? '✓' : `✗ ${endpoint.state}`} ${rate}${point}, ${formatNumber.format(endpoint.errors)} failed`
 }
 
 async function loadStatus() {
