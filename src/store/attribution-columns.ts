@@ -67,7 +67,7 @@ function sqlColumns(table: Parameters<typeof getTableColumns>[0], columns: AnyCo
     .map(([key, column]) => ({ key, name: column.name, sqlType: column.getSQLType() }))
 }
 
-/** What a table's insert needs: its column list and one array per column for `unnest`. */
+/** What a table's insert needs: its column list and one array literal per column for `unnest`. */
 export type UnnestInsert<Source> = {
   /** `"chain_id", "block_number", …` in table order. */
   names: string[]
@@ -75,21 +75,33 @@ export type UnnestInsert<Source> = {
   arrayTypes: string[]
   /** The select list over `unnest(…) as u(names)`: each name, cast back for an array column. */
   selectList: string
-  /** One text array per column (the parameters of `unnest`, cast to `arrayTypes`). */
-  arrays(sources: readonly Source[], chainIdOf: (source: Source) => number): Array<Array<string | null>>
+  /** One array literal per column (`{1,2,NULL}`), the parameters of `unnest`, each cast to its `arrayTypes`. */
+  arrays(sources: readonly Source[], chainIdOf: (source: Source) => number): string[]
+}
+
+/** Text PostgreSQL's array input reads as itself, unquoted: numbers, hex, ISO times, plain words (never `NULL`). */
+const PLAIN_ELEMENT = /^[0-9A-Za-z_.:+-]+$/
+
+/** One element of an array literal, quoted and escaped unless plain. */
+function quoted(text: string): string {
+  if (PLAIN_ELEMENT.test(text) && (text.length !== 4 || text.toLowerCase() !== 'null')) return text
+  return `"${text.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`
 }
 
 /**
- * Text for a value inside a parameter array: PostgreSQL parses every element
- * with the column's input function. An array value (a `text[]` column) is
- * spelled as an array literal; those are the suffix's codes, whose text is
- * quoted and escaped.
+ * A value as an element of an array literal, which PostgreSQL reads with the
+ * column type's own input function. An array value (a `text[]` column: the
+ * suffix's codes) is itself an array literal, quoted as one text element.
+ * Written here rather than by the driver: its generic serializer runs two
+ * regular expressions on every element, and this runs on every column of
+ * every row.
  */
-function arrayElement(value: unknown): string | null {
-  if (value === null || value === undefined) return null
+function arrayElement(value: unknown): string {
+  if (value === null || value === undefined) return 'NULL'
+  if (typeof value === 'number') return String(value)
   if (value instanceof Date) return value.toISOString()
-  if (Array.isArray(value)) return `{${value.map((item) => `"${String(item).replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`).join(',')}}`
-  return String(value)
+  if (Array.isArray(value)) return quoted(`{${value.map((item) => quoted(String(item))).join(',')}}`)
+  return quoted(String(value))
 }
 
 function unnestInsert<Source>(table: Parameters<typeof getTableColumns>[0], columns: Record<string, Column<Source, unknown>>): UnnestInsert<Source> {
@@ -102,7 +114,9 @@ function unnestInsert<Source>(table: Parameters<typeof getTableColumns>[0], colu
     arrays(sources, chainIdOf) {
       return ordered.map(({ key }) => {
         const { value } = columns[key]!
-        return sources.map((source) => arrayElement(value(source, chainIdOf(source))))
+        const elements = new Array<string>(sources.length)
+        for (let i = 0; i < sources.length; i++) elements[i] = arrayElement(value(sources[i]!, chainIdOf(sources[i]!)))
+        return `{${elements.join(',')}}`
       })
     },
   }

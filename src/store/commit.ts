@@ -28,15 +28,15 @@ type Sql = postgres.Sql | postgres.TransactionSql | postgres.ReservedSql
 const RETURNED_COLUMNS = AGGREGATED_COLUMNS.map((name) => `"${name}"`).join(', ')
 
 /**
- * `unnest(…) as u(columns)` over one text array per column: the rows travel
- * as as many parameters as the table has columns, whatever their number, and
- * PostgreSQL reads each value with its column's input function (no JSON
- * document to parse and walk).
+ * `unnest(…) as u(columns)` over one array literal per column: the rows
+ * travel as as many parameters as the table has columns, whatever their
+ * number, and PostgreSQL reads each value with its column type's input
+ * function (no JSON document to parse and walk).
  */
 function unnestRows<Source>(sql: Sql, insert: UnnestInsert<Source>, sources: readonly Source[], chainIdOf: (source: Source) => number) {
   const arrays = insert.arrays(sources, chainIdOf)
   const parameters = arrays
-    .map((values, i) => sql`${sql.array(values, 25)}::${sql.unsafe(insert.arrayTypes[i]!)}`)
+    .map((literal, i) => sql`${literal}::${sql.unsafe(insert.arrayTypes[i]!)}`)
     .reduce((list, parameter) => sql`${list}, ${parameter}`)
   return sql`unnest(${parameters}) as u(${sql.unsafe(insert.names.map((name) => `"${name}"`).join(', '))})`
 }
