@@ -47,7 +47,7 @@ describe('array literals', () => {
       { txHash: '0xab', userOpIndex: -1, attribution: { codes, suffix: '0x00', suffixBytes: 1 } },
       { txHash: '0xcd', userOpIndex: 3, attribution: { codes: ['ok'], suffix: '0xff', suffixBytes: 1 } },
     ] as never[]
-    const literals = suffixInsert.arrays(records, () => 8453)
+    const literals = suffixInsert.arrays([{ chainId: 8453, sources: records }])
     const sql = postgres(inject('databaseUrl'), { max: 1, onnotice: () => {} })
     try {
       const casts = literals.map((literal, i) => sql`${literal}::${sql.unsafe(suffixInsert.arrayTypes[i]!)}`).reduce((a, b) => sql`${a}, ${b}`)

@@ -67,6 +67,9 @@ function sqlColumns(table: Parameters<typeof getTableColumns>[0], columns: AnyCo
     .map(([key, column]) => ({ key, name: column.name, sqlType: column.getSQLType() }))
 }
 
+/** Rows of one chain (a range's): the chain id is a column of every row. */
+export type SourceGroup<Source> = { chainId: number; sources: readonly Source[] }
+
 /** What a table's insert needs: its column list and one array literal per column for `unnest`. */
 export type UnnestInsert<Source> = {
   /** `"chain_id", "block_number", …` in table order. */
@@ -75,8 +78,8 @@ export type UnnestInsert<Source> = {
   arrayTypes: string[]
   /** The select list over `unnest(…) as u(names)`: each name, cast back for an array column. */
   selectList: string
-  /** One array literal per column (`{1,2,NULL}`), the parameters of `unnest`, each cast to its `arrayTypes`. */
-  arrays(sources: readonly Source[], chainIdOf: (source: Source) => number): string[]
+  /** One array literal per column (`{1,2,NULL}`) over every group's sources, the parameters of `unnest`, each cast to its `arrayTypes`. */
+  arrays(groups: ReadonlyArray<SourceGroup<Source>>): string[]
 }
 
 /** Text PostgreSQL's array input reads as itself, unquoted: numbers, hex, ISO times, plain words (never `NULL`). */
@@ -111,11 +114,13 @@ function unnestInsert<Source>(table: Parameters<typeof getTableColumns>[0], colu
     // a text[] column travels as one array literal per row: an array of them is text[], cast to text[][] it would be two-dimensional
     arrayTypes: ordered.map((column) => (column.sqlType.endsWith('[]') ? 'text[]' : `${column.sqlType}[]`)),
     selectList: ordered.map((column) => (column.sqlType.endsWith('[]') ? `"${column.name}"::${column.sqlType}` : `"${column.name}"`)).join(', '),
-    arrays(sources, chainIdOf) {
+    arrays(groups) {
+      const count = groups.reduce((sum, group) => sum + group.sources.length, 0)
       return ordered.map(({ key }) => {
         const { value } = columns[key]!
-        const elements = new Array<string>(sources.length)
-        for (let i = 0; i < sources.length; i++) elements[i] = arrayElement(value(sources[i]!, chainIdOf(sources[i]!)))
+        const elements = new Array<string>(count)
+        let i = 0
+        for (const { chainId, sources } of groups) for (const source of sources) elements[i++] = arrayElement(value(source, chainId))
         return `{${elements.join(',')}}`
       })
     },

@@ -4,7 +4,7 @@ import { boundedReason } from '../attribution/limits.js'
 import type { AttributionRecord, BlockContext, MalformedRecord } from '../attribution/records.js'
 import type { Database } from '../db/client.js'
 import { aggregateCtes } from './aggregates.js'
-import { AGGREGATED_COLUMNS, attributionInsert, suffixInsert, type AttributionRow, type UnnestInsert } from './attribution-columns.js'
+import { AGGREGATED_COLUMNS, attributionInsert, suffixInsert, type AttributionRow, type SourceGroup, type UnnestInsert } from './attribution-columns.js'
 import { everyChainKeptIn, forgetEveryChainState, scopeCheck, writesEveryChain } from './every-chain.js'
 import type { RangeJob } from './ranges.js'
 
@@ -33,8 +33,8 @@ const RETURNED_COLUMNS = AGGREGATED_COLUMNS.map((name) => `"${name}"`).join(', '
  * number, and PostgreSQL reads each value with its column type's input
  * function (no JSON document to parse and walk).
  */
-function unnestRows<Source>(sql: Sql, insert: UnnestInsert<Source>, sources: readonly Source[], chainIdOf: (source: Source) => number) {
-  const arrays = insert.arrays(sources, chainIdOf)
+function unnestRows<Source>(sql: Sql, insert: UnnestInsert<Source>, groups: ReadonlyArray<SourceGroup<Source>>) {
+  const arrays = insert.arrays(groups)
   const parameters = arrays
     .map((literal, i) => sql`${literal}::${sql.unsafe(insert.arrayTypes[i]!)}`)
     .reduce((list, parameter) => sql`${list}, ${parameter}`)
@@ -124,10 +124,8 @@ async function commitStatement(sql: postgres.Sql, results: readonly RangeResult[
       tx_count: block.txCount,
     })),
   )
-  const chainOf = new Map<AttributionRow | AttributionRecord, number>()
-  for (const { job, rows } of results) for (const row of rows) chainOf.set(row, job.chainId)
-  const rows = results.flatMap((result) => result.rows)
-  const records = results.flatMap(({ job, rows }) => recordsOf(rows).map((record) => (chainOf.set(record, job.chainId), record)))
+  const rows = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: rows }))
+  const records = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: recordsOf(rows) }))
   const malformed = results.flatMap(({ job, malformed }) =>
     malformed.map((m) => ({
       chain_id: job.chainId,
@@ -169,14 +167,14 @@ async function commitStatement(sql: postgres.Sql, results: readonly RangeResult[
     ),
     inserted as (
       insert into attributions (${sql.unsafe(attributionInsert.names.map((name) => `"${name}"`).join(', '))})
-      select ${sql.unsafe(attributionInsert.selectList)} from ${unnestRows(sql, attributionInsert, rows, (row) => chainOf.get(row)!)}
+      select ${sql.unsafe(attributionInsert.selectList)} from ${unnestRows(sql, attributionInsert, rows)}
       where exists (select 1 from done)
       on conflict (chain_id, tx_hash, user_op_index, code) do nothing
       returning ${sql.unsafe(RETURNED_COLUMNS)}
     ),
     stored_suffixes as (
       insert into attribution_suffixes (${sql.unsafe(suffixInsert.names.map((name) => `"${name}"`).join(', '))})
-      select ${sql.unsafe(suffixInsert.selectList)} from ${unnestRows(sql, suffixInsert, records, (record) => chainOf.get(record)!)}
+      select ${sql.unsafe(suffixInsert.selectList)} from ${unnestRows(sql, suffixInsert, records)}
       where exists (select 1 from done)
       on conflict do nothing
       returning 1
