@@ -5,7 +5,7 @@ import type { AttributionRecord, BlockContext, MalformedRecord } from '../attrib
 import type { Database } from '../db/client.js'
 import { aggregateCtes } from './aggregates.js'
 import { AGGREGATED_COLUMNS, attributionInsert, suffixInsert, type AttributionRow, type SourceGroup, type UnnestInsert } from './attribution-columns.js'
-import { everyChainKeptIn, forgetEveryChainState, scopeCheck, writesEveryChain } from './every-chain.js'
+import { createEveryChainMemory, everyChainKeptIn, forgetEveryChainState, scopeCheck, writesEveryChain, type EveryChainMemory } from './every-chain.js'
 import type { RangeJob } from './ranges.js'
 
 export type { AttributionRow } from './attribution-columns.js'
@@ -91,15 +91,20 @@ export async function removeAttributionsAbove(sql: postgres.TransactionSql | pos
  * Rows travel as one JSON document each (jsonb_to_recordset), which keeps
  * the statement's parameter count fixed whatever the ranges hold.
  */
-export async function commitRanges(db: Database, results: readonly RangeResult[]): Promise<CommitOutcome[]> {
+export async function commitRanges(
+  db: Database,
+  results: readonly RangeResult[],
+  // an IndexStore passes the state it remembers; alone, the state is read afresh
+  memory: EveryChainMemory = createEveryChainMemory(),
+): Promise<CommitOutcome[]> {
   const sql = db.$client
   const chainIds = results.map(({ job }) => job.chainId)
   // the every-chain scope's state can change under a statement only once in a database's life: a second try fits
   for (let attempt = 0; attempt < 3; attempt++) {
-    const everyChain = await writesEveryChain(sql, chainIds)
+    const everyChain = await writesEveryChain(sql, chainIds, memory)
     const outcomes = await commitStatement(sql, results, everyChain)
     if (outcomes) return outcomes
-    forgetEveryChainState(sql)
+    forgetEveryChainState(memory)
   }
   throw new Error('the every-chain scope state kept changing under the commit')
 }
@@ -202,7 +207,7 @@ async function commitStatement(sql: postgres.Sql, results: readonly RangeResult[
 }
 
 /** One range's aggregate stage (commitRanges with one range). */
-export async function commitRange(db: Database, result: RangeResult): Promise<CommitOutcome> {
-  const [outcome] = await commitRanges(db, [result])
+export async function commitRange(db: Database, result: RangeResult, memory?: EveryChainMemory): Promise<CommitOutcome> {
+  const [outcome] = await commitRanges(db, [result], memory)
   return outcome!
 }
