@@ -75,7 +75,8 @@ export async function removeAttributionsAbove(sql: postgres.TransactionSql | pos
  * Aggregate stage, exactly once, as one SQL statement (so one round trip and
  * atomic by itself) for one range or several: flip the ranges to done only
  * if every one is still pending on its branch, and — only then — write their
- * blocks, their attribution rows with ON CONFLICT DO NOTHING, their
+ * blocks, their attribution rows with ON CONFLICT DO NOTHING, each
+ * attributed transaction's (or UserOperation's) suffix once, their
  * malformed suffixes, and move the totals by exactly the rows inserted. A
  * worker killed anywhere leaves all or nothing; a repeat finds the ranges
  * done and writes nothing. A batch with a range no longer pending (indexed
@@ -88,8 +89,11 @@ export async function removeAttributionsAbove(sql: postgres.TransactionSql | pos
  * are locked in (chain, block) order, so two statements sharing a range
  * wait for each other instead of deadlocking.
  *
- * Rows travel as one JSON document each (jsonb_to_recordset), which keeps
- * the statement's parameter count fixed whatever the ranges hold.
+ * Attribution and suffix rows travel as one array literal per column
+ * (unnestRows, generated from the column tables of attribution-columns.ts);
+ * ranges, blocks and malformed suffixes, a few per range, as one JSON
+ * document each (jsonb_to_recordset). Either way the statement's parameter
+ * count is fixed whatever the ranges hold.
  */
 export async function commitRanges(
   db: Database,
