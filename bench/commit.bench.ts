@@ -35,7 +35,7 @@ type Dataset = { results: RangeResult[]; rows: number }
 const hash = (n: number, salt: number): Hex => pad(`0x${(n * 7919 + salt).toString(16)}`, { size: 32 })
 const address = (n: number): Hex => pad(`0x${(n + 1).toString(16)}`, { size: 20 })
 
-function denseDataset(ranges: number, blocksPerRange: number, seed: number): Dataset {
+export function denseDataset(ranges: number, blocksPerRange: number, seed: number): Dataset {
   const random = createRandom(seed)
   const suffixes = new Map<string, Attributed>()
   const attributedOf = (codes: string[]) => {

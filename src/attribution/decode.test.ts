@@ -335,3 +335,18 @@ describe('bounded cost per suffix (limits.ts)', () => {
     expect(boundedReason('r'.repeat(500))).toHaveLength(200)
   })
 })
+
+describe('the decoded-suffix cache hands out frozen results', () => {
+  it('a second decode of the same suffix is the same object, and no caller can change it', () => {
+    const input = `0xa9059cbb${Attribution.toDataSuffix({ appCode: 'frozen_app', serviceCodes: ['s1'], metadata: { k: ['v'] } } as never).slice(2)}`
+    const first = attributed(input)
+    const second = attributed(input)
+    expect(second).toBe(first)
+    expect(Object.isFrozen(first)).toBe(true)
+    expect(() => first.codes.push('mutated')).toThrow(TypeError)
+    expect(() => {
+      ;(first.entries[0] as { valid: boolean }).valid = false
+    }).toThrow(TypeError)
+    expect(attributed(input).codes).toEqual(['frozen_app', 's1'])
+  })
+})

@@ -268,7 +268,9 @@ function jsonSafe(value: unknown, depth = 0): unknown {
 /**
  * Decoded suffixes by their hex. An app appends the same suffix to all its
  * transactions, so most attributed calldata repeats a suffix seen moments
- * ago. Results are shared between callers and never mutated.
+ * ago. Results are shared between callers, so every one is frozen, all the
+ * way down (deepFrozen): a caller that tried to change one would throw,
+ * not change what the next caller reads.
  */
 const recentSuffixes = new Map<string, Attributed | Malformed>()
 /** Distinct suffixes remembered (about 3 MB): the suffixes of the apps active right now. */
@@ -311,8 +313,17 @@ export function decodeAttribution(input: string): DecodeResult {
   if (tail.length > 2 * RECENT_SUFFIX_BYTES) return result
   // oldest first out: Map keeps insertion order
   if (recentSuffixes.size >= RECENT_SUFFIXES) recentSuffixes.delete(recentSuffixes.keys().next().value!)
-  recentSuffixes.set(key, result)
+  recentSuffixes.set(key, deepFrozen(result))
   return result
+}
+
+/** `value` and everything it holds, frozen (decoded suffixes are small: at most ATTRIBUTION_LIMITS.maxSuffixBytes). */
+function deepFrozen<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value)
+    for (const item of Object.values(value)) deepFrozen(item)
+  }
+  return value
 }
 
 

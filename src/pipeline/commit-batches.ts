@@ -1,8 +1,11 @@
 import type { Database } from '../db/client.js'
-import { commitRanges, type CommitOutcome, type RangeResult } from '../store/commit.js'
+import type { CommitOutcome, RangeResult } from '../store/commit.js'
+import { createIndexStore, type IndexStore } from '../store/index-store.js'
 
 export type CommitBatcherOptions = {
   db: Database
+  /** The store the statements go through (what it remembers between commits is its own); by default one of `db`'s. */
+  store?: IndexStore
   /** Most ranges per statement. */
   maxRanges: number
   /** Longest a range waits for others to share its statement, ms. */
@@ -36,6 +39,7 @@ type Waiting = { result: RangeResult; resolve: (outcome: CommitOutcome) => void;
  * committed again range by range, so one range's trouble is its own.
  */
 export function createCommitBatcher(options: CommitBatcherOptions) {
+  const store = options.store ?? createIndexStore({ db: options.db })
   const waiting: Waiting[] = []
   let committing = 0
   let timer: NodeJS.Timeout | undefined
@@ -64,17 +68,14 @@ export function createCommitBatcher(options: CommitBatcherOptions) {
   }
 
   /** One range's own statement: its outcome, or its error, to its caller. */
-  const commitAlone = (entry: Waiting) => commitRanges(options.db, [entry.result]).then(([outcome]) => entry.resolve(outcome!), entry.reject)
+  const commitAlone = (entry: Waiting) => store.commitRanges([entry.result]).then(([outcome]) => entry.resolve(outcome!), entry.reject)
 
   /** One statement for the batch; if it fails, or finds a range no longer pending, one statement per range. */
   async function commitBatch(batch: Waiting[]) {
     committing += batch.length
     try {
       if (batch.length === 1) return await commitAlone(batch[0]!)
-      const outcomes = await commitRanges(
-        options.db,
-        batch.map((entry) => entry.result),
-      ).catch((error: Error) => error)
+      const outcomes = await store.commitRanges(batch.map((entry) => entry.result)).catch((error: Error) => error)
       if (!(outcomes instanceof Error) && outcomes.every((outcome) => outcome.committed)) {
         batch.forEach((entry, i) => entry.resolve(outcomes[i]!))
         return

@@ -7,6 +7,7 @@ import type { IndexerMetrics } from '../metrics/indexer.js'
 import type { Redis } from '../redis/client.js'
 import type { Rpc } from '../rpc/client.js'
 import { commitRange, type AttributionRow, type CommitOutcome, type RangeResult } from '../store/commit.js'
+import { createIndexStore } from '../store/index-store.js'
 import { createCommitBatcher } from './commit-batches.js'
 import { BranchMismatchError, fetchRange, type FetchedRange } from './fetch.js'
 import type { RangeJob } from '../store/ranges.js'
@@ -97,6 +98,8 @@ export function createRangeWorker(options: RangeWorkerOptions) {
   const active = new Map<string, { job: Job<RangeJob>; token: string | undefined }>()
   const commits = createCommitBatcher({
     db: options.db,
+    // one store per worker process: the commit's memory between statements is its own
+    store: createIndexStore({ db: options.db }),
     // fewer than the slots beyond the block fetches: ranges waiting to commit never idle the fetches
     maxRanges: options.concurrency,
     maxWaitMs: 500,

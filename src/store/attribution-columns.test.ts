@@ -1,5 +1,6 @@
 import { getTableColumns } from 'drizzle-orm'
-import { describe, expect, it } from 'vitest'
+import postgres from 'postgres'
+import { describe, expect, inject, it } from 'vitest'
 import { attributions, attributionSuffixes } from '../db/schema/index.js'
 import { AGGREGATED_COLUMNS, ATTRIBUTION_COLUMNS, attributionInsert, SUFFIX_COLUMNS, suffixInsert } from './attribution-columns.js'
 
@@ -36,5 +37,27 @@ describe('the store’s column tables match the schema', () => {
       'chain_id', 'block_number', 'block_timestamp', 'tx_hash', 'kind', 'user_op_index', 'sender', 'code',
       'registry_chain_id', 'registry_address', 'suffix_gas', 'status',
     ])
+  })
+})
+
+describe('array literals', () => {
+  it('PostgreSQL reads back every value as it was: quotes, backslashes, NULL as text, empty, non-ASCII, braces', async () => {
+    const codes = ['a"b', 'c\\d', 'NULL', 'null', '', 'é,}{', ' x ', '🙂']
+    const records = [
+      { txHash: '0xab', userOpIndex: -1, attribution: { codes, suffix: '0x00', suffixBytes: 1 } },
+      { txHash: '0xcd', userOpIndex: 3, attribution: { codes: ['ok'], suffix: '0xff', suffixBytes: 1 } },
+    ] as never[]
+    const literals = suffixInsert.arrays([{ chainId: 8453, sources: records }])
+    const sql = postgres(inject('databaseUrl'), { max: 1, onnotice: () => {} })
+    try {
+      const casts = literals.map((literal, i) => sql`${literal}::${sql.unsafe(suffixInsert.arrayTypes[i]!)}`).reduce((a, b) => sql`${a}, ${b}`)
+      const rows = await sql`select ${sql.unsafe(suffixInsert.selectList)} from unnest(${casts}) as u(${sql.unsafe(suffixInsert.names.map((n) => `"${n}"`).join(', '))})`
+      expect(rows.map((row) => ({ ...row }))).toEqual([
+        { chain_id: 8453, tx_hash: '0xab', user_op_index: -1, codes, suffix: '0x00', suffix_bytes: 1 },
+        { chain_id: 8453, tx_hash: '0xcd', user_op_index: 3, codes: ['ok'], suffix: '0xff', suffix_bytes: 1 },
+      ])
+    } finally {
+      await sql.end({ timeout: 5 })
+    }
   })
 })

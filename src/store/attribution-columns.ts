@@ -67,7 +67,10 @@ function sqlColumns(table: Parameters<typeof getTableColumns>[0], columns: AnyCo
     .map(([key, column]) => ({ key, name: column.name, sqlType: column.getSQLType() }))
 }
 
-/** What a table's insert needs: its column list and one array per column for `unnest`. */
+/** Rows of one chain (a range's): the chain id is a column of every row. */
+export type SourceGroup<Source> = { chainId: number; sources: readonly Source[] }
+
+/** What a table's insert needs: its column list and one array literal per column for `unnest`. */
 export type UnnestInsert<Source> = {
   /** `"chain_id", "block_number", …` in table order. */
   names: string[]
@@ -75,21 +78,33 @@ export type UnnestInsert<Source> = {
   arrayTypes: string[]
   /** The select list over `unnest(…) as u(names)`: each name, cast back for an array column. */
   selectList: string
-  /** One text array per column (the parameters of `unnest`, cast to `arrayTypes`). */
-  arrays(sources: readonly Source[], chainIdOf: (source: Source) => number): Array<Array<string | null>>
+  /** One array literal per column (`{1,2,NULL}`) over every group's sources, the parameters of `unnest`, each cast to its `arrayTypes`. */
+  arrays(groups: ReadonlyArray<SourceGroup<Source>>): string[]
+}
+
+/** Text PostgreSQL's array input reads as itself, unquoted: numbers, hex, ISO times, plain words (never `NULL`). */
+const PLAIN_ELEMENT = /^[0-9A-Za-z_.:+-]+$/
+
+/** One element of an array literal, quoted and escaped unless plain. */
+function quoted(text: string): string {
+  if (PLAIN_ELEMENT.test(text) && (text.length !== 4 || text.toLowerCase() !== 'null')) return text
+  return `"${text.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`
 }
 
 /**
- * Text for a value inside a parameter array: PostgreSQL parses every element
- * with the column's input function. An array value (a `text[]` column) is
- * spelled as an array literal; those are the suffix's codes, whose text is
- * quoted and escaped.
+ * A value as an element of an array literal, which PostgreSQL reads with the
+ * column type's own input function. An array value (a `text[]` column: the
+ * suffix's codes) is itself an array literal, quoted as one text element.
+ * Written here rather than by the driver: its generic serializer runs two
+ * regular expressions on every element, and this runs on every column of
+ * every row.
  */
-function arrayElement(value: unknown): string | null {
-  if (value === null || value === undefined) return null
+function arrayElement(value: unknown): string {
+  if (value === null || value === undefined) return 'NULL'
+  if (typeof value === 'number') return String(value)
   if (value instanceof Date) return value.toISOString()
-  if (Array.isArray(value)) return `{${value.map((item) => `"${String(item).replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`).join(',')}}`
-  return String(value)
+  if (Array.isArray(value)) return quoted(`{${value.map((item) => quoted(String(item))).join(',')}}`)
+  return quoted(String(value))
 }
 
 function unnestInsert<Source>(table: Parameters<typeof getTableColumns>[0], columns: Record<string, Column<Source, unknown>>): UnnestInsert<Source> {
@@ -99,10 +114,14 @@ function unnestInsert<Source>(table: Parameters<typeof getTableColumns>[0], colu
     // a text[] column travels as one array literal per row: an array of them is text[], cast to text[][] it would be two-dimensional
     arrayTypes: ordered.map((column) => (column.sqlType.endsWith('[]') ? 'text[]' : `${column.sqlType}[]`)),
     selectList: ordered.map((column) => (column.sqlType.endsWith('[]') ? `"${column.name}"::${column.sqlType}` : `"${column.name}"`)).join(', '),
-    arrays(sources, chainIdOf) {
+    arrays(groups) {
+      const count = groups.reduce((sum, group) => sum + group.sources.length, 0)
       return ordered.map(({ key }) => {
         const { value } = columns[key]!
-        return sources.map((source) => arrayElement(value(source, chainIdOf(source))))
+        const elements = new Array<string>(count)
+        let i = 0
+        for (const { chainId, sources } of groups) for (const source of sources) elements[i++] = arrayElement(value(source, chainId))
+        return `{${elements.join(',')}}`
       })
     },
   }

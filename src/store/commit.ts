@@ -4,8 +4,8 @@ import { boundedReason } from '../attribution/limits.js'
 import type { AttributionRecord, BlockContext, MalformedRecord } from '../attribution/records.js'
 import type { Database } from '../db/client.js'
 import { aggregateCtes } from './aggregates.js'
-import { AGGREGATED_COLUMNS, attributionInsert, suffixInsert, type AttributionRow, type UnnestInsert } from './attribution-columns.js'
-import { everyChainKeptIn, forgetEveryChainState, scopeCheck, writesEveryChain } from './every-chain.js'
+import { AGGREGATED_COLUMNS, attributionInsert, suffixInsert, type AttributionRow, type SourceGroup, type UnnestInsert } from './attribution-columns.js'
+import { createEveryChainMemory, everyChainKeptIn, forgetEveryChainState, scopeCheck, writesEveryChain, type EveryChainMemory } from './every-chain.js'
 import type { RangeJob } from './ranges.js'
 
 export type { AttributionRow } from './attribution-columns.js'
@@ -28,15 +28,15 @@ type Sql = postgres.Sql | postgres.TransactionSql | postgres.ReservedSql
 const RETURNED_COLUMNS = AGGREGATED_COLUMNS.map((name) => `"${name}"`).join(', ')
 
 /**
- * `unnest(…) as u(columns)` over one text array per column: the rows travel
- * as as many parameters as the table has columns, whatever their number, and
- * PostgreSQL reads each value with its column's input function (no JSON
- * document to parse and walk).
+ * `unnest(…) as u(columns)` over one array literal per column: the rows
+ * travel as as many parameters as the table has columns, whatever their
+ * number, and PostgreSQL reads each value with its column type's input
+ * function (no JSON document to parse and walk).
  */
-function unnestRows<Source>(sql: Sql, insert: UnnestInsert<Source>, sources: readonly Source[], chainIdOf: (source: Source) => number) {
-  const arrays = insert.arrays(sources, chainIdOf)
+function unnestRows<Source>(sql: Sql, insert: UnnestInsert<Source>, groups: ReadonlyArray<SourceGroup<Source>>) {
+  const arrays = insert.arrays(groups)
   const parameters = arrays
-    .map((values, i) => sql`${sql.array(values, 25)}::${sql.unsafe(insert.arrayTypes[i]!)}`)
+    .map((literal, i) => sql`${literal}::${sql.unsafe(insert.arrayTypes[i]!)}`)
     .reduce((list, parameter) => sql`${list}, ${parameter}`)
   return sql`unnest(${parameters}) as u(${sql.unsafe(insert.names.map((name) => `"${name}"`).join(', '))})`
 }
@@ -75,7 +75,8 @@ export async function removeAttributionsAbove(sql: postgres.TransactionSql | pos
  * Aggregate stage, exactly once, as one SQL statement (so one round trip and
  * atomic by itself) for one range or several: flip the ranges to done only
  * if every one is still pending on its branch, and — only then — write their
- * blocks, their attribution rows with ON CONFLICT DO NOTHING, their
+ * blocks, their attribution rows with ON CONFLICT DO NOTHING, each
+ * attributed transaction's (or UserOperation's) suffix once, their
  * malformed suffixes, and move the totals by exactly the rows inserted. A
  * worker killed anywhere leaves all or nothing; a repeat finds the ranges
  * done and writes nothing. A batch with a range no longer pending (indexed
@@ -88,18 +89,26 @@ export async function removeAttributionsAbove(sql: postgres.TransactionSql | pos
  * are locked in (chain, block) order, so two statements sharing a range
  * wait for each other instead of deadlocking.
  *
- * Rows travel as one JSON document each (jsonb_to_recordset), which keeps
- * the statement's parameter count fixed whatever the ranges hold.
+ * Attribution and suffix rows travel as one array literal per column
+ * (unnestRows, generated from the column tables of attribution-columns.ts);
+ * ranges, blocks and malformed suffixes, a few per range, as one JSON
+ * document each (jsonb_to_recordset). Either way the statement's parameter
+ * count is fixed whatever the ranges hold.
  */
-export async function commitRanges(db: Database, results: readonly RangeResult[]): Promise<CommitOutcome[]> {
+export async function commitRanges(
+  db: Database,
+  results: readonly RangeResult[],
+  // an IndexStore passes the state it remembers; alone, the state is read afresh
+  memory: EveryChainMemory = createEveryChainMemory(),
+): Promise<CommitOutcome[]> {
   const sql = db.$client
   const chainIds = results.map(({ job }) => job.chainId)
   // the every-chain scope's state can change under a statement only once in a database's life: a second try fits
   for (let attempt = 0; attempt < 3; attempt++) {
-    const everyChain = await writesEveryChain(sql, chainIds)
+    const everyChain = await writesEveryChain(sql, chainIds, memory)
     const outcomes = await commitStatement(sql, results, everyChain)
     if (outcomes) return outcomes
-    forgetEveryChainState(sql)
+    forgetEveryChainState(memory)
   }
   throw new Error('the every-chain scope state kept changing under the commit')
 }
@@ -124,10 +133,8 @@ async function commitStatement(sql: postgres.Sql, results: readonly RangeResult[
       tx_count: block.txCount,
     })),
   )
-  const chainOf = new Map<AttributionRow | AttributionRecord, number>()
-  for (const { job, rows } of results) for (const row of rows) chainOf.set(row, job.chainId)
-  const rows = results.flatMap((result) => result.rows)
-  const records = results.flatMap(({ job, rows }) => recordsOf(rows).map((record) => (chainOf.set(record, job.chainId), record)))
+  const rows = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: rows }))
+  const records = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: recordsOf(rows) }))
   const malformed = results.flatMap(({ job, malformed }) =>
     malformed.map((m) => ({
       chain_id: job.chainId,
@@ -169,14 +176,14 @@ async function commitStatement(sql: postgres.Sql, results: readonly RangeResult[
     ),
     inserted as (
       insert into attributions (${sql.unsafe(attributionInsert.names.map((name) => `"${name}"`).join(', '))})
-      select ${sql.unsafe(attributionInsert.selectList)} from ${unnestRows(sql, attributionInsert, rows, (row) => chainOf.get(row)!)}
+      select ${sql.unsafe(attributionInsert.selectList)} from ${unnestRows(sql, attributionInsert, rows)}
       where exists (select 1 from done)
       on conflict (chain_id, tx_hash, user_op_index, code) do nothing
       returning ${sql.unsafe(RETURNED_COLUMNS)}
     ),
     stored_suffixes as (
       insert into attribution_suffixes (${sql.unsafe(suffixInsert.names.map((name) => `"${name}"`).join(', '))})
-      select ${sql.unsafe(suffixInsert.selectList)} from ${unnestRows(sql, suffixInsert, records, (record) => chainOf.get(record)!)}
+      select ${sql.unsafe(suffixInsert.selectList)} from ${unnestRows(sql, suffixInsert, records)}
       where exists (select 1 from done)
       on conflict do nothing
       returning 1
@@ -204,7 +211,7 @@ async function commitStatement(sql: postgres.Sql, results: readonly RangeResult[
 }
 
 /** One range's aggregate stage (commitRanges with one range). */
-export async function commitRange(db: Database, result: RangeResult): Promise<CommitOutcome> {
-  const [outcome] = await commitRanges(db, [result])
+export async function commitRange(db: Database, result: RangeResult, memory?: EveryChainMemory): Promise<CommitOutcome> {
+  const [outcome] = await commitRanges(db, [result], memory)
   return outcome!
 }

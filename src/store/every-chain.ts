@@ -19,8 +19,16 @@ type Sql = postgres.Sql | postgres.TransactionSql | postgres.ReservedSql
 
 type ScopeState = { kept: boolean; onlyChain: number | null }
 
-/** Per database client: the state last seen. `kept` never goes back, and a statement checks what it assumed. */
-const known = new WeakMap<object, ScopeState>()
+/**
+ * The state last seen, owned by whoever commits (an IndexStore, index-store.ts):
+ * `kept` never goes back, and a statement checks what it assumed (scopeCheck),
+ * so a stale memory costs one retry, never a wrong count.
+ */
+export type EveryChainMemory = { seen: ScopeState | undefined }
+
+export function createEveryChainMemory(): EveryChainMemory {
+  return { seen: undefined }
+}
 
 async function readState(sql: Sql): Promise<ScopeState> {
   const [row] = await sql<{ kept: boolean; only_chain: number | null }[]>`select kept, only_chain from every_chain_scope where id = 1`
@@ -34,8 +42,8 @@ async function readState(sql: Sql): Promise<ScopeState> {
  * database for the only chain, or builds the scope when a second chain
  * comes). The statement then checks the state under its lock (scopeCheck).
  */
-export async function writesEveryChain(sql: postgres.Sql, chainIds: readonly number[]): Promise<boolean> {
-  let state = known.get(sql) ?? (await readState(sql))
+export async function writesEveryChain(sql: postgres.Sql, chainIds: readonly number[], memory: EveryChainMemory): Promise<boolean> {
+  let state = memory.seen ?? (await readState(sql))
   for (const chainId of new Set(chainIds)) {
     if (state.kept || state.onlyChain === chainId) continue
     if (state.onlyChain === null) {
@@ -47,7 +55,7 @@ export async function writesEveryChain(sql: postgres.Sql, chainIds: readonly num
     await keepEveryChain(sql)
     state = await readState(sql)
   }
-  known.set(sql, state)
+  memory.seen = state
   return state.kept
 }
 
@@ -59,8 +67,8 @@ export async function everyChainKeptIn(tx: Sql): Promise<boolean> {
 }
 
 /** A statement found the state other than it assumed: read it again next time. */
-export function forgetEveryChainState(sql: Sql): void {
-  known.delete(sql)
+export function forgetEveryChainState(memory: EveryChainMemory): void {
+  memory.seen = undefined
 }
 
 /**

@@ -83,6 +83,15 @@ afterAll(async () => {
 })
 
 describe('after the upgrade', () => {
+  it('holds each transaction’s suffix once, moved off its rows (migration 0016)', async () => {
+    const [counts] = await sql<{ suffixes: number; units: number; matched: number }[]>`
+      select (select count(*) from attribution_suffixes)::int as suffixes,
+        (select count(*) from (select distinct chain_id, tx_hash, user_op_index from attributions) u)::int as units,
+        (select count(*) from attribution_suffixes s join (select distinct chain_id, tx_hash, user_op_index from attributions) u
+          using (chain_id, tx_hash, user_op_index) where s.suffix like '0x%' and s.suffix_bytes > 0)::int as matched`
+    expect(counts).toEqual({ suffixes: ROWS, units: ROWS, matched: ROWS })
+  })
+
   it('summarises every chain and each chain as the rows say', async () => {
     expect((await get('/v1/analytics/summary?window=all')).totals).toEqual(await summaryFromRows())
     for (const chainId of Object.values(UPGRADE_CHAINS)) {

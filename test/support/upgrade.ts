@@ -68,6 +68,8 @@ export const UPGRADE_CHAINS = { base: 8453, devnet: 31337 } as const
  * few are busy, 1% invalid, a tenth in a custom registry; `senders` senders;
  * 20% UserOperations, 5% reverted; spread over the last 30 days.
  */
+// the columns are spelled out, not taken from store/attribution-columns.ts: these rows are written into the schema
+// as it was before the aggregates (and before migration 0016 moved each suffix to attribution_suffixes), not today's
 export async function insertAttributionRows(sql: postgres.Sql, options: { rows: number; codes: number; senders: number }): Promise<void> {
   const { rows, codes, senders } = options
   // h: a deterministic 31-bit hash of the row number; codes are skewed (a few busy, a long tail) like real traffic

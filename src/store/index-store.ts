@@ -1,0 +1,26 @@
+import type { Database } from '../db/client.js'
+import { commitRanges, type CommitOutcome, type RangeResult } from './commit.js'
+import { createEveryChainMemory } from './every-chain.js'
+
+/**
+ * The indexer's write side of the store, as one object per database: it owns
+ * what the commit remembers between statements (the every-chain scope's
+ * state, every-chain.ts) instead of a module-level map keyed by the database
+ * client. Create one per process role that commits (createRangeWorker does),
+ * and hand it what commits.
+ */
+export type IndexStore = {
+  db: Database
+  /** Commits ranges in one statement, exactly once (commit.ts). */
+  commitRanges(results: readonly RangeResult[]): Promise<CommitOutcome[]>
+  commitRange(result: RangeResult): Promise<CommitOutcome>
+}
+
+export function createIndexStore({ db }: { db: Database }): IndexStore {
+  const everyChain = createEveryChainMemory()
+  return {
+    db,
+    commitRanges: (results) => commitRanges(db, results, everyChain),
+    commitRange: async (result) => (await commitRanges(db, [result], everyChain))[0]!,
+  }
+}
