@@ -10,6 +10,7 @@ import { runValidateCommand } from '../validation/cli.js'
 import { AnvilStartError, DEVNET_CHAIN_ID } from '../../devnet/anvil.js'
 import { ChainIdentityError } from '../follower/identity.js'
 import { dependenciesOf, StartupError, STARTUP_EXIT_CODE, waitForDependencies } from './startup.js'
+import { checkMigrated } from './preflight.js'
 
 const usage = `Usage: attribution <command> [options]
 
@@ -148,15 +149,25 @@ async function main(argv: string[]) {
     }
     case 'validate': {
       // raw arguments: --type and --chain take values
-      const config = withDevnetChain(readConfig())
+      const configured = readConfig()
+      const config = withDevnetChain(configured)
       await checkDatabaseOnce(config)
-      process.exitCode = await runValidateCommand(config, argv.slice(argv.indexOf('validate') + 1))
+      await checkMigrated(config.DATABASE_URL, 'attributions')
+      process.exitCode = await runValidateCommand(config, argv.slice(argv.indexOf('validate') + 1), process.stdout, { devnetDefault: config !== configured })
       return
     }
-    case 'admin':
+    case 'admin': {
       // raw arguments: the subcommand parses its own options (--name, --whitelisted …)
-      await checkDatabaseOnce(readConfig())
-      return runAdminCommand(argv.slice(argv.indexOf('admin') + 1))
+      const adminArgs = argv.slice(argv.indexOf('admin') + 1)
+      // usage (--help, or no subcommand: 64) needs no database
+      const usageOnly = !adminArgs.some((arg) => !arg.startsWith('-')) || adminArgs.includes('--help') || adminArgs.includes('-h')
+      if (!usageOnly) {
+        const config = readConfig()
+        await checkDatabaseOnce(config)
+        await checkMigrated(config.DATABASE_URL, 'notification_projects')
+      }
+      return runAdminCommand(adminArgs)
+    }
     case undefined:
     case 'help':
     case '--help':

@@ -101,3 +101,23 @@ export async function acquireDevnetLock(databaseUrl: string, name: string): Prom
     throw error
   }
 }
+
+/**
+ * One-shot commands that read the index (validate, admin) on a database that
+ * does not exist yet or was never migrated: one line saying what to run,
+ * rather than a failed query's stack.
+ */
+export async function checkMigrated(databaseUrl: string, table: string): Promise<void> {
+  const sql = postgres(databaseUrl, { max: 1, connect_timeout: 3, idle_timeout: 1, onnotice: () => {} })
+  const database = new URL(databaseUrl).pathname.slice(1) || 'postgres'
+  const advice = 'run `npx attribution migrate` (or `npm run migrate`; `npm start` migrates too)'
+  try {
+    const [row] = await sql<{ found: string | null }[]>`select to_regclass(${table})::text as found`
+    if (!row?.found) throw new StartupError(`DATABASE_URL: database "${database}" is not migrated (it has no ${table} table): ${advice}`)
+  } catch (error) {
+    if (errorCode(error) === '3D000') throw new StartupError(`DATABASE_URL: database "${database}" does not exist yet: ${advice}`)
+    throw error
+  } finally {
+    await sql.end({ timeout: 1 }).catch(() => {})
+  }
+}
