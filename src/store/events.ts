@@ -1,3 +1,4 @@
+import { registryLabel } from '../contract/schemas.js'
 import type { Sql } from '../db/client.js'
 
 /**
@@ -50,7 +51,8 @@ const toEvent = (row: EventRow): AttributionEvent => ({
   type: row.type,
   chainId: row.chain_id,
   code: row.code,
-  registry: row.registry,
+  // the address of a custom registry is stored lowercase; answers spell it EIP-55
+  registry: registryLabel(row.registry),
   fromBlock: Number(row.from_block),
   toBlock: row.to_block === null ? null : Number(row.to_block),
   attributions: row.attributions,
