@@ -1,6 +1,7 @@
 import { createServer as createHttpServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Config } from '../config/env.js'
+import type { ChainConfig } from '../config/chains.js'
 import { closeDatabase, createDatabase, type Database } from '../db/client.js'
 import { migrateDatabase } from '../db/migrate.js'
 import { createServer, type Server } from '../http/server.js'
@@ -156,10 +157,12 @@ async function startRoles(
     })
     closers.push({ name: 'indexer', stage: 1, close: () => indexer!.stop() })
   }
+  let metricsUrl: string | undefined
   if (config.METRICS_PORT !== undefined) {
     const metricsServer = await serveMetrics(metricsRegistry, config.HOST, config.METRICS_PORT)
     closers.push({ name: 'metrics', stage: 0, close: () => metricsServer.close() })
-    logger.info({ url: `${metricsServer.url}/metrics` }, 'metrics listening')
+    metricsUrl = `${metricsServer.url}/metrics`
+    logger.info({ url: metricsUrl }, 'metrics listening')
   }
   registerStateMetrics(metricsRegistry, { db, queue: indexer?.queue, stuckAfter: config.STUCK_RANGE_ATTEMPTS })
 
@@ -177,5 +180,18 @@ async function startRoles(
     describeHolder(Number(new URL(url).port))
   }
 
+  logger.info(readyLine({ roles, url, metricsUrl, chains: indexer?.chains ?? chains, devnet: runsDevnet }), 'ready')
   return { server, url, stop: () => closeInStages(closers, logger) }
+}
+
+/** The one line that says start-up is over: where to look, and what this process does. */
+function readyLine(options: { roles: ReadonlySet<Role>; url: string | undefined; metricsUrl: string | undefined; chains: readonly ChainConfig[]; devnet: boolean }) {
+  const { url } = options
+  return {
+    roles: [...options.roles],
+    ...(url && { dashboard: `${url}/dashboard`, api: `${url}/v1`, docs: `${url}/docs`, metrics: options.metricsUrl ?? `${url}/metrics` }),
+    ...(!url && options.metricsUrl && { metrics: options.metricsUrl }),
+    chains: options.chains.map((chain) => ({ chain_id: chain.chainId, rpc: new URL(chain.rpcUrl).host, ...(chain.devnet && { devnet: true }) })),
+    ...(options.devnet && { stop: 'Ctrl-C (or SIGTERM): exits once in-flight work is handed back' }),
+  }
 }

@@ -35,12 +35,12 @@ describe('chain identity', () => {
   it('a restarted devnet on the same database is a new chain: one info line, the old index reset, no reorg', async () => {
     const env = { DATABASE_URL: database.url, REDIS_URL: redis.url, QUEUE_PREFIX: `${redis.prefix}dev`, DEVNET_PORT: '0', PORT: '0', LOG_LEVEL: 'info' }
     const first = spawnRole('start', env)
-    await until(first, 'devnet traffic mined', 2)
+    await until(first, 'devnet traffic summary')
     while ((await indexedRanges(database, 31337)) === 0) await sleep(100)
     await stop(first)
 
     const second = spawnRole('start', env)
-    await until(second, 'devnet traffic mined', 2)
+    await until(second, 'devnet traffic summary')
     await stop(second)
     const output = second.output()
     const resets = output.split('\n').filter((line) => line.includes('previous devnet run’s index was reset'))

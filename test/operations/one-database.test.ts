@@ -74,6 +74,19 @@ describe('start-up never harms a running index', () => {
     await first?.kill('SIGKILL')
   })
 
+  it('the running instance said `ready` once, with its URLs and roles, and logged no request at info', async () => {
+    const readyLines = () => first.output().split('\n').filter((line) => line.includes('"msg":"ready"'))
+    while (readyLines().length === 0) await sleep(100)
+    await fetch(`${(JSON.parse(readyLines()[0]!) as { api: string }).api}/analytics/leaderboard`)
+    await sleep(200)
+    const ready = JSON.parse(readyLines()[0]!) as Record<string, unknown>
+    expect(readyLines()).toHaveLength(1)
+    expect(ready).toMatchObject({ level: 30, roles: ['api', 'follower', 'worker'], chains: [{ chain_id: 31337, devnet: true }] })
+    expect(String(ready.dashboard)).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/dashboard$/)
+    expect(first.output()).not.toContain('"msg":"request completed"')
+    expect(first.output()).not.toContain('"msg":"incoming request"')
+  }, 60_000)
+
   it('a second devnet instance on the same database exits 78 with one line naming the holder; the first one’s index stays', async () => {
     before = await indexed()
     const second = await refused(spawnRole('start', devnetEnv({ QUEUE_PREFIX: `${redis.prefix}b` })))
