@@ -11,8 +11,6 @@ import { startNotificationWorker } from '../notifications/delivery-worker.js'
 import { Registry as MetricsRegistry, collectDefaultMetrics } from 'prom-client'
 import { registerStateMetrics } from '../metrics/state.js'
 import { startIndexer, type RunningIndexer } from './indexer.js'
-import { startDevnet } from '../../devnet/index.js'
-import { startDevnetAudit } from '../../devnet/audit.js'
 import { createRegistry } from '../registry/register.js'
 import { acquireDevnetLock, checkPortFree, instanceName, portError } from './preflight.js'
 
@@ -39,6 +37,9 @@ type Closer = { name: string; stage: 0 | 1 | 2; close: () => Promise<unknown> }
  * so their builder codes resolve, and an audit logs ground truth vs index.
  */
 async function startLocalDevnet(config: Config, db: Database, logger: Logger) {
+  // imported here, by the one role that starts it: the devnet's contracts and traffic are no cost to any other process
+  const { startDevnet } = await import('../../devnet/index.js')
+  const { startDevnetAudit } = await import('../../devnet/audit.js')
   // at shutdown the batch in flight is abandoned, not waited for: the devnet is gone with the process anyway
   const devnet = await startDevnet({ logger: logger.child({ component: 'devnet' }), port: config.DEVNET_PORT, stopGraceMs: 0 })
   const registry = createRegistry({ db })
