@@ -1,7 +1,6 @@
 import type { Sql } from '../db/client.js'
 import { InvalidCursorError } from '../contract/cursor-error.js'
-import { getAddress } from 'viem'
-import { registryColumns, registryLabel } from '../contract/schemas.js'
+import { eip55, registryColumns, registryLabel } from '../contract/schemas.js'
 import { codeAttributionPage, type KeysetPosition } from '../store/attributions.js'
 
 export const DEFAULT_ATTRIBUTIONS_LIMIT = 50
@@ -99,7 +98,7 @@ export async function listCodeAttributions(sql: Sql, query: AttributionListQuery
       timestamp: new Date(row.block_timestamp).toISOString(),
       status: row.status,
       // stored as the node spelled it (lowercase for transactions): every address out of the API is EIP-55
-      sender: getAddress(row.sender.toLowerCase()),
+      sender: eip55(row.sender),
       suffixGas: row.suffix_gas,
       schemaId: row.schema_id,
       codeStatus: row.code_status,

@@ -1,5 +1,4 @@
-import { getAddress } from 'viem'
-import { registryLabel } from '../contract/schemas.js'
+import { eip55, registryLabel } from '../contract/schemas.js'
 import { isValidCode } from '../attribution/codes.js'
 import type { Sql } from '../db/client.js'
 import { rankedCodes, type RankedCode } from '../store/window-totals.js'
@@ -53,7 +52,7 @@ export async function readLeaderboard(sql: Sql, query: LeaderboardQuery): Promis
         transactions: row.transactions,
         userOperations: row.userOperations,
         reverted: row.reverted,
-        walletAddress: row.walletAddress === null ? null : getAddress(row.walletAddress.toLowerCase()),
+        walletAddress: row.walletAddress === null ? null : eip55(row.walletAddress),
         share: row.grand > 0 ? row.total / row.grand : 0,
         previousTotal: row.previousTotal,
         change: row.previousTotal === null ? null : row.total - row.previousTotal,

@@ -54,11 +54,20 @@ export const registryParamSchema = z
 /** A stored registry namespace as answers spell it: `canonical`, or `<chainId>:<EIP-55 address>`. */
 export function registryLabel(stored: string): string {
   const match = /^(\d+):(0x[0-9a-fA-F]{40})$/.exec(stored)
-  return match ? `${match[1]}:${getAddress(match[2]!.toLowerCase())}` : stored
+  return match ? `${match[1]}:${eip55(match[2]!)}` : stored
 }
 
 /** The stored registry namespace split into the attribution rows' columns (null address: the canonical one). */
 export function registryColumns(stored: string): { chainId: number; address: string } | null {
   const match = /^(\d+):(0x[0-9a-f]{40})$/.exec(stored)
   return match ? { chainId: Number(match[1]), address: match[2]! } : null
+}
+
+/**
+ * A stored address as answers spell it: EIP-55. Anything that is not an
+ * address of 40 hexadecimal digits is passed as stored, so one odd row can
+ * never turn a whole page into a 500.
+ */
+export function eip55(stored: string): string {
+  return ADDRESS_PATTERN.test(stored) ? getAddress(stored.toLowerCase()) : stored
 }
