@@ -83,3 +83,17 @@ describe('admin usage', () => {
     expect(help.output).toMatch(/^Usage: attribution admin <subcommand>/)
   })
 })
+
+describe('commands that need nothing running', () => {
+  it('--help prints the usage; decode prints the attribution (exit 0), or exits 1 when there is none', async () => {
+    const help = await run('--help', {}, [])
+    expect(help.code).toBe(0)
+    expect(help.output).toMatch(/^Usage: attribution <command> \[options\]/)
+    // schema 0, codes "devnet,morpho"
+    const attributed = await run('decode', {}, ['0x0c6465766e65742c6d6f7270686f0d0080218021802180218021802180218021'])
+    expect(attributed.code).toBe(0)
+    expect(JSON.parse(attributed.output)).toMatchObject({ kind: 'attributed', schemaId: 0, codes: ['devnet', 'morpho'] })
+    expect((await run('decode', {}, ['0x00'])).code).toBe(1)
+    expect(await run('decode', {}, ['0xzz'])).toEqual({ code: 64, output: 'calldata must be 0x-prefixed hex of whole bytes' })
+  })
+})
