@@ -341,6 +341,38 @@ describe('dashboard page', () => {
     await expect.poll(() => page.locator('#code-name').textContent()).toBe(second!.code)
   })
 
+  it('on a chain without an explorer, the transaction link of a UserOperation row validates the UserOperation', async () => {
+    // the same API, its answers as a chain without a known explorer gives them
+    const withoutExplorer = async (route: import('playwright-core').Route) => {
+      const response = await route.fetch()
+      const body = (await response.json()) as { attributions: Array<{ explorerUrl: string | null }> }
+      for (const item of body.attributions) item.explorerUrl = null
+      await route.fulfill({ response, json: body })
+    }
+    await page.route('**/v1/analytics/codes/*/attributions?*', withoutExplorer)
+    try {
+      // a UserOperation among the rows the page lists (the code's newest 25)
+      const listed = (await request(`${api.url}/v1/analytics/codes/${encodeURIComponent(shownCode)}/attributions?limit=25`)).body.attributions
+      const op = listed.find((item: { kind: string }) => item.kind === 'userOperation')
+      await page.evaluate((hash) => ((globalThis as unknown as { location: { hash: string } }).location.hash = hash), `#code=${encodeURIComponent(shownCode)}&from=`)
+      const opRow = page.locator(`#attributions tbody tr[data-key="${op.chainId}:${op.transactionHash}:${op.userOpHash}"]`)
+      await opRow.waitFor()
+      const txLink = opRow.locator('td:nth-child(3) a')
+      expect(await txLink.getAttribute('title')).toBe(op.transactionHash)
+      expect(await txLink.getAttribute('href')).toBe(`/v1/attribution/validate?type=userOperation&hash=${op.userOpHash}&chainId=${op.chainId}`)
+      // the panel as a fresh page has it, so only this click can fill it
+      await page.selectOption('#validate-type', 'transaction')
+      await page.locator('#validate-json').evaluate((element) => (element.textContent = ''))
+      await txLink.click()
+      await expect.poll(() => page.locator('#validate-type').inputValue()).toBe('userOperation')
+      await expect.poll(() => page.locator('#validate-json').textContent()).toContain(op.userOpHash)
+      const shown = JSON.parse((await page.locator('#validate-json').textContent())!)
+      expect([shown.attributed, shown.type, shown.userOpHash]).toEqual([true, 'userOperation', op.userOpHash])
+    } finally {
+      await page.unroute('**/v1/analytics/codes/*/attributions?*', withoutExplorer)
+    }
+  })
+
   it('loaded nothing from outside the service and raised no script errors', () => {
     expect(foreignRequests).toEqual([])
     // the 404 above is logged by Chromium as a failed resource load; anything else is a bug
