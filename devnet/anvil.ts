@@ -182,7 +182,9 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<Anvil> {
 
 function exited(child: ChildProcess, output: string[]): AnvilStartError {
   const how = child.signalCode ?? `code ${child.exitCode}`
-  return new AnvilStartError(`anvil exited (${how}) before it was ready:\n${output.slice(-10).join('\n')}`)
+  // the reason goes on the first line: start-up prints only that one (anvil's last line, e.g. "Address already in use")
+  const reason = output.at(-1)?.trim() || 'it printed nothing'
+  return new AnvilStartError(`anvil exited (${how}) before it was ready: ${reason}\n${output.slice(-10).join('\n')}`)
 }
 
 function listeningPort(child: ChildProcess, output: string[], timeoutMs: number): Promise<number> {

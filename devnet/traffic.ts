@@ -104,7 +104,12 @@ export type TrafficLoopOptions = {
   receiptTimeoutMs?: number
   /** How long `stop()` waits for the batch in flight to be mined. */
   stopGraceMs?: number
+  /** One info line per this long (default 30 s), the first right after the first batch; each batch is a debug line. */
+  summaryEveryMs?: number
 }
+
+/** The devnet mines a batch every block (2 s): one line each would drown everything else at info. */
+export const TRAFFIC_SUMMARY_EVERY_MS = 30_000
 
 export type TrafficLoop = {
   /** Lets the batch in flight be mined and recorded, then ends the loop. */
@@ -432,12 +437,21 @@ export async function createTrafficGenerator(options: TrafficGeneratorOptions): 
     }
   }
 
-  function startLoop({ logger, transactionsPerBlock = 4, receiptTimeoutMs = 30_000, stopGraceMs = 5_000 }: TrafficLoopOptions): TrafficLoop {
+  function startLoop({
+    logger,
+    transactionsPerBlock = 4,
+    receiptTimeoutMs = 30_000,
+    stopGraceMs = 5_000,
+    summaryEveryMs = TRAFFIC_SUMMARY_EVERY_MS,
+  }: TrafficLoopOptions): TrafficLoop {
     let running = true
     /** Once stopping, the batch in flight gets a short grace to be mined, not the full receipt timeout. */
     let stopDeadline = Infinity
     const summary = createTruthSummary()
     let sentTotal = 0
+    let summarizedAt = -Infinity
+    let batchesSince = 0
+    let sentSince: Sent[] = []
     const loop = (async () => {
       while (running) {
         try {
@@ -449,10 +463,19 @@ export async function createTrafficGenerator(options: TrafficGeneratorOptions): 
           summary.add(truth)
           sentTotal += sent.length
           const lastBlock = receipts.reduce((max, receipt) => (receipt.blockNumber > max ? receipt.blockNumber : max), 0n)
-          logger.info(
-            { chain_id: chainId, block: Number(lastBlock), sent: countKinds(sent), ...samplesOf(truth), truth: { transactions: sentTotal, ...summary.summary } },
-            'devnet traffic mined',
-          )
+          const totals = { transactions: sentTotal, ...summary.summary }
+          logger.debug({ chain_id: chainId, block: Number(lastBlock), sent: countKinds(sent), ...samplesOf(truth), truth: totals }, 'devnet traffic mined')
+          batchesSince++
+          sentSince = sentSince.concat(sent)
+          if (Date.now() - summarizedAt >= summaryEveryMs) {
+            logger.info(
+              { chain_id: chainId, block: Number(lastBlock), every_s: summaryEveryMs / 1000, batches: batchesSince, sent: countKinds(sentSince), ...samplesOf(truth), truth: totals },
+              'devnet traffic summary',
+            )
+            summarizedAt = Date.now()
+            batchesSince = 0
+            sentSince = []
+          }
           // no wait for the next block: this batch's receipts exist, so its block is mined and the next batch lands in a later one
         } catch (error) {
           if (!running) {

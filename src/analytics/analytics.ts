@@ -1,3 +1,4 @@
+import { registryLabel } from '../contract/schemas.js'
 import type { Database } from '../db/client.js'
 import type { Registry } from '../registry/register.js'
 import { listCodeAttributions, type AttributionListQuery, type ExplorerLookup } from './attributions.js'
@@ -7,7 +8,10 @@ import { readSummary, type SummaryWindow } from './summary.js'
 import { createReadCache, type ReadCache } from './read-cache.js'
 import { resolveDayWindow } from './window.js'
 
-export type CodeAnalytics = CodeStats & { code: string; registered: boolean; from: string; to: string }
+export type CodeAnalytics = CodeStats & { code: string; registry?: string; registered: boolean; from: string; to: string }
+
+/** The namespace a code's answer was asked for, as answers spell it; nothing when every namespace is added together. */
+const registryEcho = (registry: string | undefined) => (registry === undefined ? {} : { registry: registryLabel(registry) })
 
 /**
  * Read side of the analytics. Everything here reads the aggregate tables
@@ -42,12 +46,12 @@ export function createAnalytics({
         readCodeStats(db, { code, window, chainId: query.chainId, registry: query.registry, now: query.now }),
         registry.findByCode(code),
       ])
-      return { code, registered: registered !== undefined, ...stats, from: window.from, to: window.to }
+      return { code, ...registryEcho(query.registry), registered: registered !== undefined, ...stats, from: window.from, to: window.to }
     })
   }
 
   async function codeHourly(code: string, query: { window: HourlyWindow; chainId?: number; registry?: string; now?: Date }) {
-    return { code, window: query.window, ...(await readCodeHourly(db.$client, { code, ...query })) }
+    return { code, ...registryEcho(query.registry), window: query.window, ...(await readCodeHourly(db.$client, { code, ...query })) }
   }
 
   const leaderboard = (query: LeaderboardQuery): Promise<Leaderboard> => cached('leaderboard', query, () => readLeaderboard(db.$client, query))

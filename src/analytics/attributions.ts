@@ -1,5 +1,6 @@
 import type { Sql } from '../db/client.js'
 import { InvalidCursorError } from '../contract/cursor-error.js'
+import { eip55, registryColumns, registryLabel } from '../contract/schemas.js'
 import { codeAttributionPage, type KeysetPosition } from '../store/attributions.js'
 
 export const DEFAULT_ATTRIBUTIONS_LIMIT = 50
@@ -10,6 +11,8 @@ export type AttributionListQuery = {
   chainId?: number
   kind?: 'transaction' | 'userOperation'
   status?: 'success' | 'reverted'
+  /** One registry namespace as stored (`canonical` or `<chainId>:<lowercase address>`); all when absent. */
+  registry?: string
   cursor?: string
   limit: number
 }
@@ -31,7 +34,7 @@ export type AttributionItem = {
   explorerUrl: string | null
 }
 
-export type AttributionPage = { code: string; attributions: AttributionItem[]; nextCursor?: string }
+export type AttributionPage = { code: string; registry?: string; attributions: AttributionItem[]; nextCursor?: string }
 
 /** The keyset position of the last row of a page: opaque to clients, but plain data (no secret needed: it grants nothing). */
 function encodeCursor(position: KeysetPosition): string {
@@ -82,7 +85,8 @@ export function createExplorerLookup(chains: ReadonlyArray<{ chainId: number | u
  */
 export async function listCodeAttributions(sql: Sql, query: AttributionListQuery, explorerOf: ExplorerLookup): Promise<AttributionPage> {
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor)
-  const { rows: page, more } = await codeAttributionPage(sql, { ...query, after })
+  const registry = query.registry === undefined ? undefined : registryColumns(query.registry)
+  const { rows: page, more } = await codeAttributionPage(sql, { ...query, registry, after })
   const attributions = page.map((row): AttributionItem => {
     const explorer = explorerOf(row.chain_id)
     return {
@@ -93,17 +97,19 @@ export async function listCodeAttributions(sql: Sql, query: AttributionListQuery
       blockNumber: Number(row.block_number),
       timestamp: new Date(row.block_timestamp).toISOString(),
       status: row.status,
-      sender: row.sender,
+      // stored as the node spelled it (lowercase for transactions): every address out of the API is EIP-55
+      sender: eip55(row.sender),
       suffixGas: row.suffix_gas,
       schemaId: row.schema_id,
       codeStatus: row.code_status,
-      registry: row.registry_address === null ? 'canonical' : `${row.registry_chain_id}:${row.registry_address.toLowerCase()}`,
+      registry: row.registry_address === null ? 'canonical' : registryLabel(`${row.registry_chain_id}:${row.registry_address.toLowerCase()}`),
       explorerUrl: explorer ? `${explorer}/tx/${row.tx_hash}` : null,
     }
   })
   const last = page.at(-1)
   return {
     code: query.code,
+    ...(query.registry === undefined ? {} : { registry: registryLabel(query.registry) }),
     attributions,
     ...(more && last ? { nextCursor: encodeCursor({ time: new Date(last.block_timestamp).toISOString(), id: Number(last.id) }) } : {}),
   }

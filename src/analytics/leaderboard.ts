@@ -1,3 +1,4 @@
+import { eip55, registryLabel } from '../contract/schemas.js'
 import { isValidCode } from '../attribution/codes.js'
 import type { Sql } from '../db/client.js'
 import { rankedCodes, type RankedCode } from '../store/window-totals.js'
@@ -46,12 +47,12 @@ export async function readLeaderboard(sql: Sql, query: LeaderboardQuery): Promis
       return {
         rank: index + 1,
         code: row.code,
-        registry: row.registry,
+        registry: registryLabel(row.registry),
         total: row.total,
         transactions: row.transactions,
         userOperations: row.userOperations,
         reverted: row.reverted,
-        walletAddress: row.walletAddress,
+        walletAddress: row.walletAddress === null ? null : eip55(row.walletAddress),
         share: row.grand > 0 ? row.total / row.grand : 0,
         previousTotal: row.previousTotal,
         change: row.previousTotal === null ? null : row.total - row.previousTotal,

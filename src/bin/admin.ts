@@ -51,7 +51,9 @@ export async function runAdmin(argv: string[], db: Database): Promise<AdminOutco
   const dashboard = createDashboard({ db })
   try {
     const { positionals, values } = parse(argv)
-    if (values.help || positionals.length === 0) return { exitCode: 0, stdout: adminUsage }
+    if (values.help) return { exitCode: 0, stdout: adminUsage }
+    // no subcommand is a usage error (64, as every other one), so a script that forgot it does not pass silently
+    if (positionals.length === 0) throw new UsageError('admin needs a subcommand')
     const [noun, verb, first, second] = positionals
     const result = await (async () => {
       switch (`${noun} ${verb}`) {

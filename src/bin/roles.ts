@@ -1,6 +1,7 @@
 import { createServer as createHttpServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Config } from '../config/env.js'
+import type { ChainConfig } from '../config/chains.js'
 import { closeDatabase, createDatabase, type Database } from '../db/client.js'
 import { migrateDatabase } from '../db/migrate.js'
 import { createServer, type Server } from '../http/server.js'
@@ -10,9 +11,8 @@ import { startNotificationWorker } from '../notifications/delivery-worker.js'
 import { Registry as MetricsRegistry, collectDefaultMetrics } from 'prom-client'
 import { registerStateMetrics } from '../metrics/state.js'
 import { startIndexer, type RunningIndexer } from './indexer.js'
-import { startDevnet } from '../../devnet/index.js'
-import { startDevnetAudit } from '../../devnet/audit.js'
 import { createRegistry } from '../registry/register.js'
+import { acquireDevnetLock, checkPortFree, instanceName, portError } from './preflight.js'
 
 export type Role = 'api' | 'follower' | 'worker'
 
@@ -37,6 +37,9 @@ type Closer = { name: string; stage: 0 | 1 | 2; close: () => Promise<unknown> }
  * so their builder codes resolve, and an audit logs ground truth vs index.
  */
 async function startLocalDevnet(config: Config, db: Database, logger: Logger) {
+  // imported here, by the one role that starts it: the devnet's contracts and traffic are no cost to any other process
+  const { startDevnet } = await import('../../devnet/index.js')
+  const { startDevnetAudit } = await import('../../devnet/audit.js')
   // at shutdown the batch in flight is abandoned, not waited for: the devnet is gone with the process anyway
   const devnet = await startDevnet({ logger: logger.child({ component: 'devnet' }), port: config.DEVNET_PORT, stopGraceMs: 0 })
   const registry = createRegistry({ db })
@@ -81,10 +84,42 @@ async function serveMetrics(registry: MetricsRegistry, host: string, port: numbe
  * that share Redis and Postgres.
  */
 export async function runRoles(config: Config, roles: ReadonlySet<Role>, logger: Logger): Promise<Running> {
+  const indexing = roles.has('follower') || roles.has('worker')
+  const runsDevnet = indexing && config.chains.length === 0 && config.DEVNET && roles.has('follower')
+  // what would make this process exit is found before the devnet resets anything (preflight.ts)
+  if (roles.has('api')) await checkPortFree('PORT', config.HOST, config.PORT)
+  if (config.METRICS_PORT !== undefined) await checkPortFree('METRICS_PORT', config.HOST, config.METRICS_PORT)
+  if (runsDevnet) await checkPortFree('DEVNET_PORT', '127.0.0.1', config.DEVNET_PORT)
+
   await migrateDatabase(config.DATABASE_URL)
   logger.info('database migrated')
 
   const closers: Closer[] = []
+  try {
+    return await startRoles(config, roles, logger, { indexing, runsDevnet, closers })
+  } catch (error) {
+    // whatever started before the failure is let go, so an in-process caller is left with nothing running
+    await closeInStages(closers, logger)
+    throw error
+  }
+}
+
+async function closeInStages(closers: readonly Closer[], logger: Logger) {
+  for (const stage of [0, 1, 2]) {
+    await Promise.all(
+      closers
+        .filter((closer) => closer.stage === stage)
+        .map((closer) => closer.close().catch((error) => logger.warn({ err: error, component: closer.name }, 'error while closing'))),
+    )
+  }
+}
+
+async function startRoles(
+  config: Config,
+  roles: ReadonlySet<Role>,
+  logger: Logger,
+  { indexing, runsDevnet, closers }: { indexing: boolean; runsDevnet: boolean; closers: Closer[] },
+): Promise<Running> {
   const db: Database = createDatabase({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE })
   closers.push({ name: 'postgres', stage: 2, close: () => closeDatabase(db) })
   const redis: Redis = createRedis(config.REDIS_URL, 'request')
@@ -96,10 +131,17 @@ export async function runRoles(config: Config, roles: ReadonlySet<Role>, logger:
   collectDefaultMetrics({ register: metricsRegistry })
 
   let indexer: RunningIndexer | undefined
-  const indexing = roles.has('follower') || roles.has('worker')
   let chains = config.chains
-  if (indexing && chains.length === 0 && config.DEVNET && roles.has('follower')) {
+  /** Names the devnet lock's holder with the ports it listens on, for the instance it refuses. */
+  let describeHolder: (apiPort: number | undefined) => void = () => {}
+  if (runsDevnet) {
+    // held for the process's life: a second devnet instance on this database is refused instead of resetting this one's index
+    const name = (ports: { PORT?: number | undefined; DEVNET_PORT?: number }) => instanceName(roles.size === 3 ? 'start' : [...roles].join('+'), ports)
+    const lock = await acquireDevnetLock(config.DATABASE_URL, name({}))
+    closers.push({ name: 'devnet lock', stage: 2, close: () => lock.release() })
     const devnet = await startLocalDevnet(config, db, logger)
+    describeHolder = (apiPort) => void lock.describe(name({ PORT: apiPort, DEVNET_PORT: Number(new URL(devnet.chain.rpcUrl).port) }))
+    describeHolder(undefined)
     chains = [devnet.chain]
     closers.push({ name: 'devnet', stage: 2, close: () => devnet.stop() })
   }
@@ -116,10 +158,12 @@ export async function runRoles(config: Config, roles: ReadonlySet<Role>, logger:
     })
     closers.push({ name: 'indexer', stage: 1, close: () => indexer!.stop() })
   }
+  let metricsUrl: string | undefined
   if (config.METRICS_PORT !== undefined) {
     const metricsServer = await serveMetrics(metricsRegistry, config.HOST, config.METRICS_PORT)
     closers.push({ name: 'metrics', stage: 0, close: () => metricsServer.close() })
-    logger.info({ url: `${metricsServer.url}/metrics` }, 'metrics listening')
+    metricsUrl = `${metricsServer.url}/metrics`
+    logger.info({ url: metricsUrl }, 'metrics listening')
   }
   registerStateMetrics(metricsRegistry, { db, queue: indexer?.queue, stuckAfter: config.STUCK_RANGE_ATTEMPTS })
 
@@ -128,20 +172,27 @@ export async function runRoles(config: Config, roles: ReadonlySet<Role>, logger:
   if (roles.has('api')) {
     // chains resolved by the indexer (ids read from the nodes) spare validation an eth_chainId on first use
     server = await createServer({ config, db, redis, logger, metricsRegistry, chains: indexer?.chains ?? chains })
-    url = await server.listen({ host: config.HOST, port: config.PORT })
+    url = await server.listen({ host: config.HOST, port: config.PORT }).catch((error: unknown) => {
+      throw portError('PORT', config.HOST, config.PORT, error)
+    })
     // the server closes first so in-flight requests finish while their dependencies are still open
     closers.push({ name: 'http', stage: 0, close: () => server!.close() })
     logger.info({ url, docs: `${url}/docs` }, 'API listening')
+    describeHolder(Number(new URL(url).port))
   }
 
-  async function stop() {
-    for (const stage of [0, 1, 2]) {
-      await Promise.all(
-        closers
-          .filter((closer) => closer.stage === stage)
-          .map((closer) => closer.close().catch((error) => logger.warn({ err: error, component: closer.name }, 'error while closing'))),
-      )
-    }
+  logger.info(readyLine({ roles, url, metricsUrl, chains: indexer?.chains ?? chains, devnet: runsDevnet }), 'ready')
+  return { server, url, stop: () => closeInStages(closers, logger) }
+}
+
+/** The one line that says start-up is over: where to look, and what this process does. */
+function readyLine(options: { roles: ReadonlySet<Role>; url: string | undefined; metricsUrl: string | undefined; chains: readonly ChainConfig[]; devnet: boolean }) {
+  const { url } = options
+  return {
+    roles: [...options.roles],
+    ...(url && { dashboard: `${url}/dashboard`, api: `${url}/v1`, docs: `${url}/docs`, metrics: options.metricsUrl ?? `${url}/metrics` }),
+    ...(!url && options.metricsUrl && { metrics: options.metricsUrl }),
+    chains: options.chains.map((chain) => ({ chain_id: chain.chainId, rpc: new URL(chain.rpcUrl).host, ...(chain.devnet && { devnet: true }) })),
+    ...(options.devnet && { stop: 'Ctrl-C (or SIGTERM): exits once in-flight work is handed back' }),
   }
-  return { server, url, stop }
 }

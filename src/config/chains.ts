@@ -1,7 +1,7 @@
 import { entryPoint06Address, entryPoint07Address, entryPoint08Address } from 'viem/account-abstraction'
 import { getAddress, isAddress, type Address } from 'viem'
 import { z } from 'zod'
-import { ConfigError } from './errors.js'
+import { ConfigError, issuePath } from './errors.js'
 
 /** EntryPoint 0.6, 0.7 and 0.8: the versions whose bundles the indexer decodes. */
 export const defaultEntryPoints: readonly Address[] = [entryPoint06Address, entryPoint07Address, entryPoint08Address]
@@ -111,7 +111,7 @@ export function chainsFromEnv(env: ChainVariables, readFile: (path: string) => s
     const parsed = chainsSchema.safeParse(parseChainsValue(env.CHAINS, readFile))
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!
-      throw new ConfigError(`Invalid configuration: CHAINS[${issue.path.join('.')}]: ${issue.message}`)
+      throw new ConfigError(`Invalid configuration: ${issuePath('CHAINS', issue.path)}: ${issue.message}`)
     }
     const chains = parsed.data.map((entry) => ({ ...defaults, wsUrl: undefined, chainId: undefined, ...entry }))
     const ids = chains.map((c) => c.chainId).filter((id) => id !== undefined)

@@ -46,7 +46,8 @@ describe('loadConfig', () => {
   })
 
   it('rejects bad CHAINS entries with their position', () => {
-    expect(() => loadConfig({ CHAINS: '[{"chainId":1}]' })).toThrow(/CHAINS\[0\.rpcUrl\]/)
+    expect(() => loadConfig({ CHAINS: '[{"chainId":1}]' })).toThrow('Invalid configuration: CHAINS[0].rpcUrl: ')
+    expect(() => loadConfig({ CHAINS: '[{"chainId":1,"rpcUrl":"http://a","entryPoints":["0x12"]}]' })).toThrow(/CHAINS\[0\]\.entryPoints\[0\]: /)
     expect(() => loadConfig({ CHAINS: '[{"chainId":1,"rpcUrl":"http://a"},{"chainId":1,"rpcUrl":"http://b"}]' })).toThrow(/appears twice/)
   })
 

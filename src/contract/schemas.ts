@@ -37,3 +37,37 @@ export const hashSchema = z
   .string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
   .regex(/^0x[0-9a-fA-F]{64}$/, 'must be 0x followed by 64 hexadecimal characters')
   .transform((value) => value.toLowerCase() as `0x${string}`)
+
+const REGISTRY_PATTERN = /^(canonical|([1-9]\d{0,9}):(0x[0-9a-fA-F]{40}))$/
+
+/**
+ * A registry namespace as the API names it: `canonical` (this service's
+ * registry), or `<chainId>:<address>` of a custom registry, the address in
+ * any letter case. Parsed to the stored spelling (the address lowercased),
+ * which is what the aggregates and attribution rows are keyed by.
+ */
+export const registryParamSchema = z
+  .string({ error: 'must be a string' })
+  .regex(REGISTRY_PATTERN, 'must be canonical or <chainId>:<0x address of 40 hexadecimal characters>')
+  .transform((value) => value.toLowerCase())
+
+/** A stored registry namespace as answers spell it: `canonical`, or `<chainId>:<EIP-55 address>`. */
+export function registryLabel(stored: string): string {
+  const match = /^(\d+):(0x[0-9a-fA-F]{40})$/.exec(stored)
+  return match ? `${match[1]}:${eip55(match[2]!)}` : stored
+}
+
+/** The stored registry namespace split into the attribution rows' columns (null address: the canonical one). */
+export function registryColumns(stored: string): { chainId: number; address: string } | null {
+  const match = /^(\d+):(0x[0-9a-f]{40})$/.exec(stored)
+  return match ? { chainId: Number(match[1]), address: match[2]! } : null
+}
+
+/**
+ * A stored address as answers spell it: EIP-55. Anything that is not an
+ * address of 40 hexadecimal digits is passed as stored, so one odd row can
+ * never turn a whole page into a 500.
+ */
+export function eip55(stored: string): string {
+  return ADDRESS_PATTERN.test(stored) ? getAddress(stored.toLowerCase()) : stored
+}

@@ -13,6 +13,7 @@ import type { Registry as MetricsRegistry } from 'prom-client'
 import type { Config } from '../config/env.js'
 import type { Database } from '../db/client.js'
 import type { Logger } from '../logger.js'
+import { logRequests } from './request-log.js'
 import type { Redis } from '../redis/client.js'
 import type { DeliveryQueue } from '../notifications/delivery-queue.js'
 import { createRegistry, type Registry } from '../registry/register.js'
@@ -74,6 +75,8 @@ export async function createServer(deps: ServerDeps): Promise<Server> {
   const trustProxy = trustProxyFunction(config.TRUST_PROXY)
   const app: Server = Fastify({
     loggerInstance: deps.logger.child({ component: 'http' }) as FastifyBaseLogger,
+    // request lines at debug, server errors and slow answers at info (request-log.ts)
+    disableRequestLogging: true,
     bodyLimit: config.BODY_LIMIT,
     trustProxy,
     // a request that never finishes arriving (slow headers, a body declared longer than sent) is answered 408 and closed
@@ -101,6 +104,7 @@ export async function createServer(deps: ServerDeps): Promise<Server> {
     request.raw.socket.destroy()
   })
 
+  logRequests(app)
   logClientAborts(app, refusals.clientAborted)
 
   // before any route: what a request may cost, and what each did

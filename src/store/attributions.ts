@@ -30,6 +30,8 @@ export type CodeAttributionQuery = {
   chainId?: number | undefined
   kind?: 'transaction' | 'userOperation' | undefined
   status?: 'success' | 'reverted' | undefined
+  /** One registry namespace: null the canonical one, else a custom registry (address lowercase). */
+  registry?: { chainId: number; address: string } | null | undefined
   /** Rows after this position (older), for the next page. */
   after?: KeysetPosition | undefined
   limit: number
@@ -51,6 +53,13 @@ export async function codeAttributionPage(sql: Sql, query: CodeAttributionQuery)
         ${query.chainId === undefined ? sql`` : sql`and chain_id = ${query.chainId}`}
         ${query.kind === undefined ? sql`` : sql`and kind = ${query.kind}`}
         ${query.status === undefined ? sql`` : sql`and status = ${query.status}`}
+        ${
+          query.registry === undefined
+            ? sql``
+            : query.registry === null
+              ? sql`and registry_address is null`
+              : sql`and registry_chain_id = ${query.registry.chainId} and lower(registry_address) = ${query.registry.address}`
+        }
       -- spelled as the index is: plain DESC means NULLS FIRST, and the planner would sort a scan instead
       order by block_timestamp desc nulls last, id desc nulls last
       limit ${query.limit + 1}

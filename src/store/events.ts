@@ -1,3 +1,4 @@
+import { registryLabel } from '../contract/schemas.js'
 import type { Sql } from '../db/client.js'
 
 /**
@@ -5,6 +6,14 @@ import type { Sql } from '../db/client.js'
  * rolled-back range and code, written by the commit and rollback statements
  * (commit.ts) with a NOTIFY on ATTRIBUTION_EVENTS_CHANNEL in the same
  * transaction, kept STREAM_EVENT_RETENTION_MS for clients that resume.
+ *
+ * Ids are given in the order events become visible, not the order they were
+ * inserted: a trigger renumbers each event at its transaction's commit, under
+ * a lock held until the commit is visible (drizzle/0017_stream_ids_at_commit.sql).
+ * So once an id can be read, no smaller id appears later, and "every event
+ * after N" — a resume, or the hub's next read — misses nothing however the
+ * commits interleave. The ids a NOTIFY carries are the placeholders taken at
+ * insert: a notice only says that something committed.
  */
 
 /** One row of `attribution_events` as the stream sends it. */
@@ -22,7 +31,7 @@ export type AttributionEvent = {
   at: string
 }
 
-/** The payload of a NOTIFY: the ids of the events one statement wrote. */
+/** The payload of a NOTIFY; its ids are the placeholders taken at insert, not the ids the events have once visible. */
 export type EventsNotice = { type: 'commit' | 'rollback'; chainId: number; fromBlock: number; minId: number; maxId: number }
 
 type EventRow = {
@@ -42,19 +51,29 @@ const toEvent = (row: EventRow): AttributionEvent => ({
   type: row.type,
   chainId: row.chain_id,
   code: row.code,
-  registry: row.registry,
+  // the address of a custom registry is stored lowercase; answers spell it EIP-55
+  registry: registryLabel(row.registry),
   fromBlock: Number(row.from_block),
   toBlock: row.to_block === null ? null : Number(row.to_block),
   attributions: row.attributions,
   at: new Date(row.created_at).toISOString(),
 })
 
-/** The events a notice announces, oldest first. */
-export async function noticedEvents(sql: Sql, notice: EventsNotice): Promise<AttributionEvent[]> {
+/** The newest event id there is (0 for none): where a live reader starts. */
+export async function latestEventId(sql: Sql): Promise<number> {
+  const [row] = await sql<{ latest: number }[]>`select coalesce(max(id), 0)::float8 as latest from attribution_events`
+  return row!.latest
+}
+
+/**
+ * Up to `limit` events of every code after `afterId`, oldest first: the live
+ * reader's next step. Ids are visible in order, so reading on from the last
+ * id returned never skips an event.
+ */
+export async function eventsVisibleAfter(sql: Sql, afterId: number, limit: number): Promise<AttributionEvent[]> {
   const rows = await sql<EventRow[]>`
-    select id, type, chain_id, code, registry, from_block, to_block, attributions, created_at from attribution_events
-    where id between ${notice.minId} and ${notice.maxId} and type = ${notice.type} and chain_id = ${notice.chainId} and from_block = ${notice.fromBlock}
-    order by id`
+    select /* stream: live */ id, type, chain_id, code, registry, from_block, to_block, attributions, created_at from attribution_events
+    where id > ${afterId} order by id limit ${limit}`
   return rows.map(toEvent)
 }
 

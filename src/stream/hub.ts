@@ -1,6 +1,6 @@
 import type { Sql } from '../db/client.js'
 import type { Logger } from '../logger.js'
-import { ATTRIBUTION_EVENTS_CHANNEL, eventsAfter, noticedEvents, type AttributionEvent, type EventsNotice } from '../store/events.js'
+import { ATTRIBUTION_EVENTS_CHANNEL, eventsAfter, eventsVisibleAfter, latestEventId, type AttributionEvent } from '../store/events.js'
 
 export type Subscriber = {
   code: string | undefined
@@ -19,17 +19,23 @@ export class TooManySubscribersError extends Error {
 /** Most events replayed to a client resuming with Last-Event-ID; past that it gets a reset and re-reads the API. */
 export const MAX_REPLAY = 1_000
 
-/** Reads of a notice's events before live subscribers are sent to resume instead. */
+/** Events read per query while catching up after a notice. */
+const READ_PAGE = 500
+
+/** Reads of the new events before live subscribers are sent to resume instead. */
 const READ_ATTEMPTS = 4
 const READ_RETRY_MS = 250
 
 /**
  * Fans committed and rolled-back attributions out to server-sent-event
  * subscribers. The commit and rollback statements write `attribution_events`
- * rows and NOTIFY in the same transaction, so a notice arrives only for
- * events that committed; the hub reads them once per notice (one query
- * whatever the number of subscribers) and hands each subscriber the events
- * of its code. One LISTEN connection per API process.
+ * rows and NOTIFY in the same transaction. Event ids become visible in
+ * order (store/events.ts), so the hub keeps one watermark — the last id it
+ * delivered — and on each notice reads every event after it (one query per
+ * page whatever the number of subscribers), handing each subscriber the
+ * events of its code in id order. A notice lost or merged with others costs
+ * nothing: the next read finds everything after the watermark. One LISTEN
+ * connection per API process.
  */
 export function createStreamHub(options: {
   sql: Sql
@@ -50,14 +56,14 @@ export function createStreamHub(options: {
     }
   }
 
-  /**
-   * The notified events, read again after a failure (a pool connection
-   * lost, Postgres restarting) a few times before giving up.
-   */
-  async function readNotified(notice: EventsNotice): Promise<AttributionEvent[]> {
+  /** The last event id delivered to live subscribers; undefined until the hub listens. */
+  let delivered: number | undefined
+
+  /** One page of events after the watermark, read again after a failure (a pool connection lost, Postgres restarting) a few times. */
+  async function readAfter(afterId: number): Promise<AttributionEvent[]> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await noticedEvents(sql, notice)
+        return await eventsVisibleAfter(sql, afterId, READ_PAGE)
       } catch (error) {
         if (attempt >= READ_ATTEMPTS || stopped) throw error
         await new Promise((resolve) => setTimeout(resolve, READ_RETRY_MS * attempt))
@@ -77,26 +83,49 @@ export function createStreamHub(options: {
     subscribers.clear()
   }
 
-  // notices are handled one after another so subscribers see events in commit order
-  let handling = Promise.resolve()
-  function onNotice(payload: string) {
-    options.onChange?.()
-    handling = handling.then(async () => {
-      try {
-        deliver(await readNotified(JSON.parse(payload) as EventsNotice))
-      } catch (error) {
-        logger.error({ err: (error as Error).message }, 'stream: could not read notified events')
-        resumeEveryone('notified events could not be read')
+  /** Delivers every event after the watermark, page by page; a failure sends live subscribers to resume. */
+  async function catchUp() {
+    if (delivered === undefined) return
+    try {
+      for (;;) {
+        const events = await readAfter(delivered)
+        if (events.length > 0) {
+          deliver(events)
+          delivered = events.at(-1)!.id
+        }
+        if (events.length < READ_PAGE || stopped) return
       }
+    } catch (error) {
+      logger.error({ err: (error as Error).message }, 'stream: could not read new events')
+      resumeEveryone('new events could not be read')
+      // they resume from the table; the live watermark moves on to what exists now
+      delivered = await latestEventId(sql).catch(() => delivered)
+    }
+  }
+
+  // reads run one after another, so subscribers see events in id order; notices arriving meanwhile fold into one more read
+  let handling = Promise.resolve()
+  let readQueued = false
+  function readNew() {
+    if (readQueued) return
+    readQueued = true
+    handling = handling.then(async () => {
+      readQueued = false
+      await catchUp()
     })
   }
 
-  /** postgres.js re-LISTENs after its connection dropped; notices sent meanwhile were lost. */
+  function onNotice() {
+    options.onChange?.()
+    readNew()
+  }
+
+  /** postgres.js re-LISTENs after its connection dropped: notices sent meanwhile were lost, so read what is new. */
   let listenedBefore = false
   function onListen() {
     if (listenedBefore) {
       options.onChange?.()
-      resumeEveryone('the LISTEN connection was re-established; notices may have been lost')
+      readNew()
     }
     listenedBefore = true
   }
@@ -106,20 +135,26 @@ export function createStreamHub(options: {
 
   /** LISTENs on first use (and again after a failed attempt), so an API started while Postgres is down still starts. */
   function start(): Promise<void> {
-    listening ??= sql.listen(ATTRIBUTION_EVENTS_CHANNEL, onNotice, onListen).then(
-      (listener) => {
-        unlisten = listener.unlisten
-        if (stopped) void listener.unlisten().catch(() => {})
-        heartbeat ??= setInterval(() => {
-          for (const subscriber of subscribers) subscriber.heartbeat()
-        }, options.heartbeatMs)
-        heartbeat.unref()
-      },
-      (error: unknown) => {
-        listening = undefined
+    listening ??= (async () => {
+      const listener = await sql.listen(ATTRIBUTION_EVENTS_CHANNEL, onNotice, onListen)
+      try {
+        // live delivery starts from what exists once LISTEN is in place; a read right after catches a notice that came first
+        delivered ??= await latestEventId(sql)
+      } catch (error) {
+        await listener.unlisten().catch(() => {})
         throw error
-      },
-    )
+      }
+      unlisten = listener.unlisten
+      if (stopped) void listener.unlisten().catch(() => {})
+      readNew()
+      heartbeat ??= setInterval(() => {
+        for (const subscriber of subscribers) subscriber.heartbeat()
+      }, options.heartbeatMs)
+      heartbeat.unref()
+    })().catch((error: unknown) => {
+      listening = undefined
+      throw error
+    })
     return listening
   }
 
@@ -152,9 +187,9 @@ export function createStreamHub(options: {
     const held: AttributionEvent[] = []
     const holding: Subscriber = { ...subscriber, send: (event) => held.push(event) }
     subscribers.add(holding)
+    let last = lastEventId
     try {
       const missed = await replay(lastEventId, subscriber.code)
-      let last = lastEventId
       if ('incomplete' in missed) {
         subscriber.reset(missed.incomplete, missed.latestId)
         last = missed.latestId
@@ -167,8 +202,18 @@ export function createStreamHub(options: {
     } finally {
       subscribers.delete(holding)
     }
-    subscribers.add(subscriber)
-    return () => subscribers.delete(subscriber)
+    // the replay read the table, which may be ahead of the hub's own reads: what the hub delivers later that
+    // the replay already sent is skipped, so the client sees every id once and in order
+    const live: Subscriber = {
+      ...subscriber,
+      send: (event) => {
+        if (event.id <= last) return
+        last = event.id
+        subscriber.send(event)
+      },
+    }
+    subscribers.add(live)
+    return () => subscribers.delete(live)
   }
 
   async function stop() {

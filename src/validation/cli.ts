@@ -18,12 +18,23 @@ function print(out: Output, value: unknown) {
   out.write(`${JSON.stringify(value, null, 2)}\n`)
 }
 
-function failure(error: unknown): { exitCode: number; body: ErrorBody } | undefined {
+function failure(error: unknown, nodeHint: string): { exitCode: number; body: ErrorBody } | undefined {
   if (error instanceof ChainSelectionError) return { exitCode: EXIT.usage, body: errorBody('invalid_request', error.message, error.field) }
   if (error instanceof HashNotFoundError) return { exitCode: EXIT.notFound, body: errorBody('not_found', error.message) }
-  if (error instanceof RpcTimeoutError) return { exitCode: EXIT.unavailable, body: errorBody('gateway_timeout', error.message) }
-  if (error instanceof RpcUnavailableError) return { exitCode: EXIT.unavailable, body: errorBody('bad_gateway', error.message) }
+  // the index did not hold the hash and the node did not answer: say which node was tried, and what to start
+  if (error instanceof RpcTimeoutError) return { exitCode: EXIT.unavailable, body: errorBody('gateway_timeout', `${error.message} ${nodeHint}`) }
+  if (error instanceof RpcUnavailableError) return { exitCode: EXIT.unavailable, body: errorBody('bad_gateway', `${error.message} ${nodeHint}`) }
   return undefined
+}
+
+/** Which node a failed lookup tried, by the setting that names it, and what would make it answer. */
+export function describeNodes(config: Config, devnetDefault: boolean): string {
+  if (devnetDefault) {
+    const host = config.chains[0] ? new URL(config.chains[0].rpcUrl).host : `127.0.0.1:${config.DEVNET_PORT}`
+    return `The hash is not in the index, and no node answered at ${host}, where \`npm start\` runs its devnet (DEVNET_PORT): start it with \`npm start\`, or set RPC_URL to a node of the hash's chain.`
+  }
+  const tried = config.chains.map((chain, index) => `${new URL(chain.rpcUrl).host} (${config.CHAINS ? `CHAINS[${index}].rpcUrl` : 'RPC_URL'})`)
+  return `The hash is not in the index; the node tried: ${tried.join(', ')}: check that it runs and answers JSON-RPC.`
 }
 
 /**
@@ -31,7 +42,7 @@ function failure(error: unknown): { exitCode: number; body: ErrorBody } | undefi
  * printed as JSON. Returns the exit status; `args` are the arguments after
  * the command name.
  */
-export async function runValidateCommand(config: Config, args: string[], out: Output = process.stdout): Promise<number> {
+export async function runValidateCommand(config: Config, args: string[], out: Output = process.stdout, options: { devnetDefault?: boolean } = {}): Promise<number> {
   let parsed
   try {
     parsed = parseArgs({ args, allowPositionals: true, options: { type: { type: 'string', short: 't' }, chain: { type: 'string', short: 'c' } } })
@@ -63,7 +74,7 @@ export async function runValidateCommand(config: Config, args: string[], out: Ou
     print(out, result)
     return result.attributed ? EXIT.attributed : EXIT.notAttributed
   } catch (error) {
-    const known = failure(error)
+    const known = failure(error, describeNodes(config, options.devnetDefault ?? false))
     if (!known) throw error
     print(out, known.body)
     return known.exitCode

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import type { Address, Hex } from 'viem'
+import { getAddress, type Address, type Hex } from 'viem'
 import type { Attributed } from '../../src/attribution/decode.js'
 import { dayOf } from '../../src/store/buckets.js'
 import { builderCodes } from '../../src/db/schema/index.js'
@@ -22,6 +22,8 @@ const HOUR = 3600
 const base = Math.floor(Date.now() / 1000 / HOUR) * HOUR - 2 * HOUR + 60
 const CUSTOM: { chainId: number; address: Address } = { chainId: 8453, address: '0x00000000000000000000000000000000000000Aa' }
 const CUSTOM_NS = `8453:${CUSTOM.address.toLowerCase()}`
+/** How answers spell it: the address EIP-55. */
+const CUSTOM_LABEL = `8453:${getAddress(CUSTOM.address)}`
 const WALLET = '0x000000000000000000000000000000000000dEaD'
 
 const sender = (n: number) => `0x${n.toString(16).padStart(40, '0')}` as Address
@@ -175,7 +177,7 @@ describe('after two ranges commit', () => {
     expect(body.entries).toEqual([
       { rank: 1, code: 'alpha', registry: 'canonical', total: 4, transactions: 2, userOperations: 2, reverted: 1, walletAddress: WALLET, share: 4 / 7, previousTotal: 0, change: 4, invalid: false },
       { rank: 2, code: 'beta', registry: 'canonical', total: 2, transactions: 2, userOperations: 0, reverted: 0, walletAddress: null, share: 2 / 7, previousTotal: 0, change: 2, invalid: false },
-      { rank: 3, code: 'alpha', registry: CUSTOM_NS, total: 1, transactions: 1, userOperations: 0, reverted: 0, walletAddress: null, share: 1 / 7, previousTotal: 0, change: 1, invalid: false },
+      { rank: 3, code: 'alpha', registry: CUSTOM_LABEL, total: 1, transactions: 1, userOperations: 0, reverted: 0, walletAddress: null, share: 1 / 7, previousTotal: 0, change: 1, invalid: false },
     ])
     const withInvalid = await get('/v1/analytics/leaderboard?window=all&include=invalid')
     expect(withInvalid.entries.map((e: { code: string; invalid: boolean; share: number; change: null }) => [e.code, e.invalid, e.share, e.change])).toEqual([
@@ -231,7 +233,7 @@ describe('after two ranges commit', () => {
       'rank,code,registry,total,transactions,userOperations,reverted,walletAddress,share,previousTotal,change,invalid',
       `1,alpha,canonical,4,2,2,1,${WALLET},${4 / 7},0,4,false`,
       `2,beta,canonical,2,2,0,0,,${2 / 7},0,2,false`,
-      `3,alpha,${CUSTOM_NS},1,1,0,0,,${1 / 7},0,1,false`,
+      `3,alpha,${CUSTOM_LABEL},1,1,0,0,,${1 / 7},0,1,false`,
       '',
     ])
     const attributions = await fetch(`${api.url}/v1/analytics/codes/alpha/attributions?format=csv&status=reverted`)
@@ -274,7 +276,7 @@ describe('crash retry and reorg rollback', () => {
     expect(leaderboard.entries.map((e: { code: string; registry: string; total: number }) => [e.code, e.registry, e.total])).toEqual([
       ['alpha', 'canonical', 3],
       ['beta', 'canonical', 2],
-      ['alpha', CUSTOM_NS, 1],
+      ['alpha', CUSTOM_LABEL, 1],
     ])
     const beta = await get('/v1/analytics/codes/beta')
     expect([beta.totals.total, beta.uniqueSenders]).toEqual([2, 2])

@@ -21,7 +21,7 @@ function flakySql(sql: TestDatabase['db']['$client']): TestDatabase['db']['$clie
   return new Proxy(sql, {
     apply(target, thisArg, args: unknown[]) {
       const strings = args[0]
-      if (failingReads > 0 && Array.isArray(strings) && strings.join('?').includes('where id between')) {
+      if (failingReads > 0 && Array.isArray(strings) && strings.join('?').includes('/* stream: live */')) {
         failingReads--
         return Promise.reject(new Error('connection terminated unexpectedly'))
       }

@@ -288,15 +288,91 @@ describe('dashboard page', () => {
     await page.screenshot({ path: SCREENSHOT, fullPage: true })
   })
 
-  it('shows the API’s error message when validation fails', async () => {
+  it('shows the API’s error message beside the validate form when validation fails', async () => {
     const unknown = `0x${'12'.repeat(32)}`
     const fromApi = await request(`${api.url}/v1/attribution/validate?type=transaction&hash=${unknown}`)
     expect(fromApi.status).toBe(404)
     await page.selectOption('#validate-type', 'transaction')
     await page.fill('#validate-hash', unknown)
     await page.click('#validate-button')
-    await expect.poll(() => page.locator('#error').textContent()).toBe(`Validation: ${fromApi.body.error.message}`)
-    expect(await page.locator('#error').isVisible()).toBe(true)
+    const box = page.locator('#validate-error')
+    await expect.poll(() => box.textContent()).toBe(fromApi.body.error.message)
+    expect(await box.isVisible()).toBe(true)
+    // right under the form, on screen with it: not in a banner far above
+    const form = (await page.locator('#validate-form').boundingBox())!
+    const shown = (await box.boundingBox())!
+    expect(shown.y - (form.y + form.height)).toBeLessThan(40)
+    expect(await box.evaluate((element) => element.getBoundingClientRect().top < (globalThis as unknown as { innerHeight: number }).innerHeight)).toBe(true)
+  })
+
+  it('a leaderboard row of a custom registry opens the code view of that registry alone, and says which', async () => {
+    await page.goto(`${api.url}/dashboard`)
+    const entries = (await request(`${api.url}/v1/analytics/leaderboard?window=7d&limit=20`)).body.entries as Array<{ rank: number; code: string; registry: string }>
+    const custom = entries.find((entry) => entry.registry !== 'canonical')!
+    const rows = page.locator('#leaderboard tbody tr')
+    await expect.poll(() => rows.count()).toBe(entries.length)
+    await rows.nth(custom.rank - 1).locator('td:nth-child(2) a').click()
+    const fromApi = await request(`${api.url}/v1/analytics/codes/${encodeURIComponent(custom.code)}?registry=${encodeURIComponent(custom.registry)}`)
+    await expect.poll(() => page.locator('#code-registry').textContent()).toBe(`registry ${custom.registry}`)
+    expect(new URLSearchParams(new URL(page.url()).hash.slice(1)).get('registry')).toBe(custom.registry)
+    expect(await page.locator('#code-name').textContent()).toBe(custom.code)
+    await expect.poll(() => numberIn('#total-total')).toBe(fromApi.body.totals.total)
+    // and the attribution list is that registry's only
+    await expect.poll(() => page.locator('#attributions tbody tr td:last-child').evaluateAll((tds) => [...new Set(tds.map((td) => td.title || td.textContent))])).toEqual([
+      custom.registry,
+    ])
+  })
+
+  it('the code view follows the URL hash and Back', async () => {
+    const entries = (await request(`${api.url}/v1/analytics/leaderboard?window=all&limit=20`)).body.entries as Array<{ code: string; registry: string }>
+    const [first, second] = entries.filter((entry) => entry.registry === 'canonical')
+    const totalOf = async (code: string) => (await request(`${api.url}/v1/analytics/codes/${encodeURIComponent(code)}?registry=canonical`)).body.totals.total
+    // a hash typed or linked: the view shows its code
+    await page.evaluate((hash) => ((globalThis as unknown as { location: { hash: string } }).location.hash = hash), `#code=${encodeURIComponent(first!.code)}&registry=canonical`)
+    await expect.poll(() => page.locator('#code-name').textContent()).toBe(first!.code)
+    await expect.poll(() => numberIn('#total-total')).toBe(await totalOf(first!.code))
+    // a search is a new history entry
+    await page.fill('#code-input', second!.code)
+    await page.click('#search-button')
+    await expect.poll(() => page.locator('#code-name').textContent()).toBe(second!.code)
+    await page.goBack()
+    await expect.poll(() => page.locator('#code-name').textContent()).toBe(first!.code)
+    expect(await page.locator('#code-input').inputValue()).toBe(first!.code)
+    await expect.poll(() => numberIn('#total-total')).toBe(await totalOf(first!.code))
+    await page.goForward()
+    await expect.poll(() => page.locator('#code-name').textContent()).toBe(second!.code)
+  })
+
+  it('on a chain without an explorer, the transaction link of a UserOperation row validates the UserOperation', async () => {
+    // the same API, its answers as a chain without a known explorer gives them
+    const withoutExplorer = async (route: import('playwright-core').Route) => {
+      const response = await route.fetch()
+      const body = (await response.json()) as { attributions: Array<{ explorerUrl: string | null }> }
+      for (const item of body.attributions) item.explorerUrl = null
+      await route.fulfill({ response, json: body })
+    }
+    await page.route('**/v1/analytics/codes/*/attributions?*', withoutExplorer)
+    try {
+      // a UserOperation among the rows the page lists (the code's newest 25)
+      const listed = (await request(`${api.url}/v1/analytics/codes/${encodeURIComponent(shownCode)}/attributions?limit=25`)).body.attributions
+      const op = listed.find((item: { kind: string }) => item.kind === 'userOperation')
+      await page.evaluate((hash) => ((globalThis as unknown as { location: { hash: string } }).location.hash = hash), `#code=${encodeURIComponent(shownCode)}&from=`)
+      const opRow = page.locator(`#attributions tbody tr[data-key="${op.chainId}:${op.transactionHash}:${op.userOpHash}"]`)
+      await opRow.waitFor()
+      const txLink = opRow.locator('td:nth-child(3) a')
+      expect(await txLink.getAttribute('title')).toBe(op.transactionHash)
+      expect(await txLink.getAttribute('href')).toBe(`/v1/attribution/validate?type=userOperation&hash=${op.userOpHash}&chainId=${op.chainId}`)
+      // the panel as a fresh page has it, so only this click can fill it
+      await page.selectOption('#validate-type', 'transaction')
+      await page.locator('#validate-json').evaluate((element) => (element.textContent = ''))
+      await txLink.click()
+      await expect.poll(() => page.locator('#validate-type').inputValue()).toBe('userOperation')
+      await expect.poll(() => page.locator('#validate-json').textContent()).toContain(op.userOpHash)
+      const shown = JSON.parse((await page.locator('#validate-json').textContent())!)
+      expect([shown.attributed, shown.type, shown.userOpHash]).toEqual([true, 'userOperation', op.userOpHash])
+    } finally {
+      await page.unroute('**/v1/analytics/codes/*/attributions?*', withoutExplorer)
+    }
   })
 
   it('loaded nothing from outside the service and raised no script errors', () => {

@@ -93,7 +93,8 @@ describe('anvil process', () => {
 describe('startDevnet', () => {
   it('says it is starting a devnet, generates traffic every block, and stops cleanly', async () => {
     const lines: Array<Record<string, unknown>> = []
-    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) })
+    // debug: each batch's line; at info only the summary every 30 s (the first right after the first batch)
+    const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) })
     const devnet = await startDevnet({ logger, port: 0, blockTimeSeconds: 1 })
     try {
       expect(String(lines[0]?.msg)).toMatch(/no RPC_URL configured.*devnet/)
@@ -104,7 +105,11 @@ describe('startDevnet', () => {
 
       await until('three devnet traffic lines', () => lines.filter((line) => line.msg === 'devnet traffic mined').length >= 3, { timeoutMs: 20_000 })
       const batch = lines.find((line) => line.msg === 'devnet traffic mined')!
-      expect(batch).toMatchObject({ chain_id: 31337, sent: expect.any(Object), truth: expect.any(Object) })
+      expect(batch).toMatchObject({ level: 20, chain_id: 31337, sent: expect.any(Object), truth: expect.any(Object) })
+      // one summary so far at info, with a hash to try validate on
+      expect(lines.filter((line) => line.msg === 'devnet traffic summary')).toEqual([
+        expect.objectContaining({ level: 30, chain_id: 31337, every_s: 30, batches: 1, sample_tx_hash: expect.any(String) }),
+      ])
 
       // every attributed transaction in the ledger really is on chain, with the codes the ledger lists
       const truth = devnet.truth()

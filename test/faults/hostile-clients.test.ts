@@ -71,7 +71,8 @@ beforeAll(async () => {
       DATABASE_URL: database.url,
       REDIS_URL: services.redis.url,
       QUEUE_PREFIX: 'hostile-clients',
-      LOG_LEVEL: 'info',
+      // debug: the test counts the `incoming request` lines, logged at debug since issue 21.4
+      LOG_LEVEL: 'debug',
       DEVNET: 'false',
       ANALYTICS_CACHE_MS: '0',
       CHAINS: chainsEnv([{ ...chain.config, confirmations: 0, pollIntervalMs: 100 }]),

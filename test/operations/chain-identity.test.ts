@@ -36,12 +36,12 @@ describe('chain identity', () => {
   it('a restarted devnet on the same database is a new chain: one info line, the old index reset, no reorg', async () => {
     const env = { DATABASE_URL: database.url, REDIS_URL: redis.url, QUEUE_PREFIX: `${redis.prefix}dev`, DEVNET_PORT: '0', PORT: '0', LOG_LEVEL: 'info' }
     const first = spawnRole('start', env)
-    await logged(first, 'devnet traffic mined', 2)
+    await logged(first, 'devnet traffic summary')
     await poll('a first indexed range', async () => (await indexedRanges(database, 31337)) > 0)
     await stop(first)
 
     const second = spawnRole('start', env)
-    await logged(second, 'devnet traffic mined', 2)
+    await logged(second, 'devnet traffic summary')
     await stop(second)
     const output = second.output()
     const resets = output.split('\n').filter((line) => line.includes('previous devnet run’s index was reset'))

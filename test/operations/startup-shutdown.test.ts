@@ -131,7 +131,7 @@ describe('shutdown', () => {
 
   it('`start` with the devnet: SIGTERM exits 0 within 2 s, no stack, anvil gone', async () => {
     const role = spawnRole('start', baseEnv({ DEVNET: 'true', DEVNET_PORT: '0', QUEUE_PREFIX: `${redis.prefix}dev` }))
-    while (!role.output().includes('devnet traffic mined')) {
+    while (!role.output().includes('devnet traffic summary')) {
       if (role.child.exitCode !== null) throw new Error(role.output())
       await sleep(100)
     }

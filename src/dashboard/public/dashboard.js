@@ -29,8 +29,9 @@ async function getJson(path) {
   return body
 }
 
-function showError(message) {
-  const box = $('#error')
+/** Shows a message in an error box: the page's banner, or the one beside the form the error is about. */
+function showError(message, selector = '#error') {
+  const box = $(selector)
   box.textContent = message
   box.hidden = !message
 }
@@ -125,23 +126,25 @@ function renderChart(points, timeOf) {
   chart = drawSeries(chart, $('#chart'), times, points.map((p) => p.transactions), points.map((p) => p.userOperations), 280)
 }
 
+/** A code is identified with its registry: every code route gets the same namespace (none: all added together). */
 function codeQuery(params, extra = {}) {
-  return query({ chainId: params.chainId, ...extra })
+  return query({ chainId: params.chainId, registry: params.registry, ...extra })
 }
 
 async function loadCode(params) {
   const path = `/v1/analytics/codes/${encodeURIComponent(params.code)}`
   const granularity = $('#granularity-select').value
   const [data, hourly] = await Promise.all([
-    getJson(`${path}${query({ chainId: params.chainId, from: params.from, to: params.to })}`),
+    getJson(`${path}${codeQuery(params, { from: params.from, to: params.to })}`),
     granularity === 'daily' ? undefined : getJson(`${path}/hourly${codeQuery(params, { window: granularity })}`),
   ])
   renderTotals(data)
+  $('#code-registry').textContent = data.registry ? `registry ${data.registry}` : 'every registry'
   if (hourly) renderChart(hourly.hourly, (point) => point.hour)
   else renderChart(data.daily, (point) => `${point.day}T00:00:00Z`)
   $('#series-csv').href =
     granularity === 'daily'
-      ? `${path}${query({ chainId: params.chainId, from: params.from, to: params.to, format: 'csv' })}`
+      ? `${path}${codeQuery(params, { from: params.from, to: params.to, format: 'csv' })}`
       : `${path}/hourly${codeQuery(params, { window: granularity, format: 'csv' })}`
   $('#attributions-csv').href = `${path}/attributions${codeQuery(params, { format: 'csv', limit: 500 })}`
   current = params
@@ -164,9 +167,9 @@ function hashLink(text, href, onClick) {
 }
 
 /** Checks one attribution in the validate panel: the link for chains without a known explorer. */
-function validateLink(type, hash, chainId) {
+function validateLink(type, hash, chainId, shown = hash) {
   const href = `/v1/attribution/validate${query({ type, hash, chainId })}`
-  return hashLink(hash, href, (event) => {
+  return hashLink(shown, href, (event) => {
     event.preventDefault()
     $('#validate-type').value = type
     $('#validate-hash').value = hash
@@ -183,7 +186,10 @@ function attributionRow(item) {
   cell(row, item.kind)
   const tx = cell(row, '')
   tx.className = 'hash'
-  tx.append(item.explorerUrl ? hashLink(item.transactionHash, item.explorerUrl) : validateLink('transaction', item.transactionHash, item.chainId))
+  // a UserOperation's bundle transaction carries no suffix of its own: without an explorer, its link validates the UserOperation
+  if (item.explorerUrl) tx.append(hashLink(item.transactionHash, item.explorerUrl))
+  else if (item.kind === 'userOperation' && item.userOpHash) tx.append(validateLink('userOperation', item.userOpHash, item.chainId, item.transactionHash))
+  else tx.append(validateLink('transaction', item.transactionHash, item.chainId))
   const op = cell(row, '')
   op.className = 'hash'
   if (item.userOpHash) op.append(validateLink('userOperation', item.userOpHash, item.chainId))
@@ -213,15 +219,35 @@ async function loadAttributions(params, more) {
   $('#attributions-more').hidden = !page.nextCursor
 }
 
-async function searchCode(params) {
+const HASH_FIELDS = { code: '#code-input', registry: '#code-registry-input', chainId: '#chain-input', from: '#from-input', to: '#to-input' }
+
+function hashOf(params) {
+  return `#${new URLSearchParams(Object.entries(params).filter(([, value]) => value)).toString()}`
+}
+
+/**
+ * A search is a new URL hash (a history entry, so Back returns to the code
+ * shown before); the hash is what the code view follows (showHashedCode).
+ */
+function searchCode(params) {
+  const hash = hashOf(params)
+  if (location.hash === hash) showHashedCode()
+  else location.hash = hash
+}
+
+/** Shows the code the URL hash names (typed, shared, or reached with Back and Forward). */
+async function showHashedCode() {
+  const linked = new URLSearchParams(location.hash.slice(1))
+  if (!linked.get('code')) return
+  for (const [key, selector] of Object.entries(HASH_FIELDS)) $(selector).value = linked.get(key) ?? ''
   const button = $('#search-button')
   button.disabled = true
   try {
-    await loadCode(params)
-    showError('')
-    history.replaceState(null, '', `#${new URLSearchParams(Object.entries(params).filter(([, v]) => v)).toString()}`)
+    await loadCode(readSearchForm())
+    showError('', '#code-error')
+    $('#code-result').hidden = false
   } catch (error) {
-    showError(error.message)
+    showError(error.message, '#code-error')
   } finally {
     button.disabled = false
   }
@@ -230,6 +256,7 @@ async function searchCode(params) {
 function readSearchForm() {
   return {
     code: $('#code-input').value.trim(),
+    registry: $('#code-registry-input').value.trim(),
     chainId: $('#chain-input').value.trim(),
     from: $('#from-input').value,
     to: $('#to-input').value,
@@ -259,10 +286,12 @@ async function loadLeaderboard() {
     cell(row, String(entry.rank))
     const link = document.createElement('a')
     link.textContent = entry.code
-    link.href = `#code=${encodeURIComponent(entry.code)}`
+    // the row's registry goes with its code: the view shows that namespace alone, never others added in
+    link.href = hashOf({ code: entry.code, registry: entry.registry })
     link.addEventListener('click', (event) => {
       event.preventDefault()
       $('#code-input').value = entry.code
+      $('#code-registry-input').value = entry.registry
       searchCode(readSearchForm())
       $('#code-panel').scrollIntoView({ block: 'start' })
     })
@@ -439,10 +468,11 @@ async function validate() {
   try {
     const params = { type: $('#validate-type').value, hash: $('#validate-hash').value.trim(), chainId: $('#validate-chain').value.trim() }
     renderValidation(await getJson(`/v1/attribution/validate${query(params)}`))
-    showError('')
+    showError('', '#validate-error')
   } catch (error) {
     $('#validate-result').hidden = true
-    showError(`Validation: ${error.message}`)
+    // beside the form it is about, where the eyes are
+    showError(error.message, '#validate-error')
   } finally {
     button.disabled = false
   }
@@ -469,15 +499,9 @@ function start() {
     if (summaryChart) summaryChart.plot.setSize({ width: chartWidth($('#summary-chart')), height: 200 })
   })
 
-  // a shared link like /dashboard#code=bc_… opens on that code
-  const linked = new URLSearchParams(location.hash.slice(1))
-  if (linked.get('code')) {
-    $('#code-input').value = linked.get('code')
-    $('#chain-input').value = linked.get('chainId') ?? ''
-    $('#from-input').value = linked.get('from') ?? ''
-    $('#to-input').value = linked.get('to') ?? ''
-    searchCode(readSearchForm())
-  }
+  // a shared link like /dashboard#code=bc_…&registry=canonical opens on that code; a changed hash (Back, Forward, typed) shows its code
+  window.addEventListener('hashchange', showHashedCode)
+  showHashedCode()
   refreshStatus()
   refreshOverview()
   connectStream()

@@ -14,6 +14,7 @@ import { HOURLY_WINDOWS } from '../../analytics/code-stats.js'
 import { SUMMARY_WINDOWS } from '../../analytics/summary.js'
 import { fieldColumns, sendCsv } from '../csv.js'
 import { errorBodySchema } from '../errors.js'
+import { registryParamSchema } from '../../contract/schemas.js'
 import { cursorSchema, pageLimitSchema } from '../paging.js'
 
 /**
@@ -42,6 +43,7 @@ const totalsSchema = z.object({
 const codeAnalyticsSchema = z
   .object({
     code: z.string(),
+    registry: z.string().optional().describe('The registry namespace asked for (`registry`), EIP-55; absent: every namespace added together'),
     registered: z.boolean().describe('Whether the code is in this service’s builder-code registry'),
     totals: totalsSchema,
     uniqueSenders: z.number().describe('Exact distinct senders (transaction from, UserOperation sender) over the window'),
@@ -107,6 +109,7 @@ const summarySchema = z
 const hourlySchema = z
   .object({
     code: z.string(),
+    registry: z.string().optional().describe('The registry namespace asked for, EIP-55'),
     window: z.enum(HOURLY_WINDOWS),
     from: z.string(),
     hourly: z.array(z.object({ hour: z.string(), transactions: z.number(), userOperations: z.number(), reverted: z.number() })),
@@ -116,6 +119,7 @@ const hourlySchema = z
 const attributionPageSchema = z
   .object({
     code: z.string(),
+    registry: z.string().optional().describe('The registry namespace asked for, EIP-55'),
     attributions: z.array(
       z.object({
         transactionHash: z.string(),
@@ -146,13 +150,16 @@ const dailyCsv = fieldColumns<CodeAnalytics['daily'][number]>('day', 'transactio
 const leaderboardCsv = fieldColumns<LeaderboardEntry>(
   'rank', 'code', 'registry', 'total', 'transactions', 'userOperations', 'reverted', 'walletAddress', 'share', 'previousTotal', 'change', 'invalid',
 )
+const summaryCsv = fieldColumns<z.infer<typeof seriesPointSchema>>('start', 'attributions', 'transactions', 'userOperations', 'reverted')
 const hourlyCsv = fieldColumns<HourlyPoint>('hour', 'transactions', 'userOperations', 'reverted')
 const attributionsCsv = fieldColumns<AttributionItem>(
   'transactionHash', 'kind', 'userOpHash', 'chainId', 'blockNumber', 'timestamp', 'status', 'sender', 'suffixGas', 'schemaId', 'codeStatus', 'registry', 'explorerUrl',
 )
 
 const formatSchema = z.enum(['json', 'csv'], { error: 'must be json or csv' }).default('json').describe('csv answers a download (Content-Disposition)')
-const registrySchema = z.string().max(200, 'must be at most 200 characters').optional().describe('`canonical` or `<chainId>:<address>`; default all')
+const registrySchema = registryParamSchema
+  .optional()
+  .describe('One registry namespace: `canonical` (this service’s registry) or `<chainId>:<address>` of a custom registry (any letter case); default all, added together')
 const codeParams = z.object({ code: z.string().min(1, 'must not be empty').max(500, 'must be at most 500 characters') })
 
 function etagOf(payload: string): string {
@@ -258,11 +265,17 @@ export const analyticsRoutes: FastifyPluginAsyncZod<{ analytics: Analytics }> = 
         querystring: z.object({
           window: z.enum(SUMMARY_WINDOWS, { error: `must be one of ${SUMMARY_WINDOWS.join(', ')}` }).default('24h'),
           chainId: chainIdSchema,
+          format: formatSchema.describe('csv answers the series as a download (Content-Disposition)'),
         }),
         response: { 200: summarySchema, 400: errorBodySchema },
       },
     },
-    async (request) => analytics.summary(request.query),
+    async (request, reply) => {
+      const { format, ...query } = request.query
+      const result = await analytics.summary(query)
+      if (format !== 'csv') return result
+      return sendCsv(reply, `summary-${result.window}${query.chainId ? `-chain-${query.chainId}` : ''}.csv`, summaryCsv, result.series)
+    },
   )
 
   app.get(
@@ -297,13 +310,14 @@ export const analyticsRoutes: FastifyPluginAsyncZod<{ analytics: Analytics }> = 
         tags: ['analytics'],
         summary: 'A code’s attributed transactions and UserOperations, newest first',
         description:
-          'Ordered by block time then insertion, paged by an opaque keyset cursor (`nextCursor`, absent on the last page): ' +
+          'One registry namespace with `registry`, else all of them. Ordered by block time then insertion, paged by an opaque keyset cursor (`nextCursor`, absent on the last page): ' +
           'rows indexed meanwhile never shift a page. `explorerUrl` links the transaction on the chain’s explorer when one is known.',
         params: codeParams,
         querystring: z.object({
           chainId: chainIdSchema,
           kind: z.enum(['transaction', 'userOperation'], { error: 'must be transaction or userOperation' }).optional(),
           status: z.enum(['success', 'reverted'], { error: 'must be success or reverted' }).optional(),
+          registry: registrySchema,
           cursor: cursorSchema.optional(),
           limit: pageLimitSchema({ max: MAX_ATTRIBUTIONS_LIMIT, fallback: DEFAULT_ATTRIBUTIONS_LIMIT }),
           format: formatSchema,

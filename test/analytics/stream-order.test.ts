@@ -1,0 +1,185 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createRandom, type Random } from '../../devnet/random.js'
+import { createLogger } from '../../src/logger.js'
+import { commitRanges, type RangeResult } from '../../src/store/commit.js'
+import { latestEventId, type AttributionEvent } from '../../src/store/events.js'
+import { createStreamHub, type StreamHub } from '../../src/stream/hub.js'
+import { cutRange, senderAddress } from '../support/ranges.js'
+import { createTestDatabase, type TestDatabase } from '../support/services.js'
+
+/**
+ * A stream client that disconnects and resumes with Last-Event-ID must end
+ * with exactly the index's totals, however commits interleave: ids are given
+ * in the order events become visible, so "every event after my last id"
+ * cannot skip one that committed later with a smaller id.
+ */
+let database: TestDatabase
+let hub: StreamHub
+
+beforeAll(async () => {
+  database = await createTestDatabase('stream_order')
+  hub = createStreamHub({ sql: database.db.$client, maxSubscribers: 20, heartbeatMs: 60_000, logger: createLogger({ level: 'silent' }) })
+  await hub.start()
+}, 60_000)
+
+afterAll(async () => {
+  await hub?.stop()
+  await database?.drop()
+})
+
+/** A stream client as EventSource is one: it keeps the last id it saw and resumes from it. */
+function createClient(code?: string) {
+  const events: AttributionEvent[] = []
+  const resets: string[] = []
+  let unsubscribe: (() => void) | undefined
+  let lastId = 0
+  const subscriber = {
+    code,
+    send: (event: AttributionEvent) => {
+      events.push(event)
+      lastId = event.id
+    },
+    reset: (reason: string) => void resets.push(reason),
+    heartbeat: () => {},
+    close: () => {
+      unsubscribe?.()
+      unsubscribe = undefined
+    },
+  }
+  return {
+    events,
+    resets,
+    lastId: () => lastId,
+    connected: () => unsubscribe !== undefined,
+    async connect(from: number) {
+      lastId = from
+      unsubscribe = await hub.subscribe(subscriber, from)
+    },
+    disconnect() {
+      unsubscribe?.()
+      unsubscribe = undefined
+    },
+  }
+}
+
+/** Attribution rows per code, as the stream's commit events add them up. */
+function totalsOf(events: readonly AttributionEvent[]): Record<string, number> {
+  const totals: Record<string, number> = {}
+  for (const event of events) totals[event.code] = (totals[event.code] ?? 0) + (event.type === 'commit' ? event.attributions : -event.attributions)
+  return totals
+}
+
+async function indexTotals(): Promise<Record<string, number>> {
+  const rows = await database.db.$client<{ code: string; n: number }[]>`select code, count(*)::int as n from attributions group by code`
+  return Object.fromEntries(rows.map((row) => [row.code, row.n]))
+}
+
+async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+describe('stream ids follow visibility', () => {
+  it('an event inserted first but committed last gets an id above the events committed meanwhile, and a resume replays it', async () => {
+    const from = await latestEventId(database.db.$client)
+    // a commit still running: its event row is written, its transaction not yet committed
+    const slow = await database.db.$client.reserve()
+    try {
+      await slow`begin`
+      await slow`insert into attribution_events (type, chain_id, code, registry, from_block, to_block, attributions)
+                 values ('commit', 7, 'slow', 'canonical', 1, 1, 3)`
+      // meanwhile another range commits and is visible at once
+      const fast = await cutRange(database.db, { chainId: 8, fromBlock: 1, toBlock: 1, branch: 'a', items: [{ tx: 'fast1', code: 'fast', sender: senderAddress(1), timestamp: 1_760_000_000, block: 1 }] })
+      await commitRanges(database.db, [fast])
+
+      const client = createClient()
+      await client.connect(from)
+      await until(() => client.events.length === 1, 'the visible event arrives')
+      expect(client.events[0]!.code).toBe('fast')
+      client.disconnect()
+
+      await slow`commit`
+      const resumed = createClient()
+      await resumed.connect(client.lastId())
+      expect(resumed.events.map((event) => [event.code, event.attributions])).toEqual([['slow', 3]])
+      expect(resumed.events[0]!.id).toBeGreaterThan(client.lastId())
+      resumed.disconnect()
+    } finally {
+      slow.release()
+    }
+  })
+
+  it('commits in batches and out of order while a client drops and resumes at random ids: its totals equal the index’s', async () => {
+    const random: Random = createRandom(21)
+    const from = await latestEventId(database.db.$client)
+    const before = await indexTotals()
+    const codes = ['bc_perf0001', 'bc_perf0002', 'alpha', 'beta', 'gamma']
+    // ranges of three chains, cut up front as the follower would
+    const ranges: RangeResult[] = []
+    for (const chainId of [11, 12, 13]) {
+      for (let index = 0; index < 24; index++) {
+        const block = 100 + index
+        const items = Array.from({ length: random.between(1, 4) }, (_, item) => ({
+          tx: `c${chainId}b${block}i${item}`,
+          code: random.pick(codes),
+          sender: senderAddress(random.between(1, 6)),
+          timestamp: 1_760_000_000 + block * 12,
+          block,
+        }))
+        ranges.push(await cutRange(database.db, { chainId, fromBlock: block, toBlock: block, branch: 'a', items }))
+      }
+    }
+    // shuffled, in batches of 1 to 4, four workers at once
+    for (let index = ranges.length - 1; index > 0; index--) {
+      const other = random.int(index + 1)
+      ;[ranges[index], ranges[other]] = [ranges[other]!, ranges[index]!]
+    }
+    const batches: RangeResult[][] = []
+    for (let index = 0; index < ranges.length; ) {
+      const size = random.between(1, 4)
+      batches.push(ranges.slice(index, index + size))
+      index += size
+    }
+    const workers = Array.from({ length: 4 }, async () => {
+      for (let batch = batches.shift(); batch; batch = batches.shift()) {
+        for (const outcome of await commitRanges(database.db, batch)) expect(outcome.committed).toBe(true)
+      }
+    })
+
+    // the client: connected for a few events, away for a moment, back with the last id it saw
+    const client = createClient()
+    let committing = true
+    const allCommitted = Promise.all(workers).finally(() => {
+      committing = false
+    })
+    let reconnects = 0
+    await client.connect(from)
+    while (committing) {
+      const seen = client.events.length
+      const stayFor = random.between(1, 6)
+      await until(() => client.events.length >= seen + stayFor || !committing, 'some events arrive')
+      client.disconnect()
+      await sleep(random.between(0, 30))
+      await client.connect(client.lastId())
+      reconnects++
+    }
+    await allCommitted
+    const latest = await latestEventId(database.db.$client)
+    await until(() => client.lastId() >= latest, 'the client reaches the latest event')
+    client.disconnect()
+
+    expect(reconnects).toBeGreaterThan(3)
+    expect(client.resets).toEqual([])
+    const ids = client.events.map((event) => event.id)
+    expect(ids).toEqual([...ids].sort((a, b) => a - b))
+    expect(new Set(ids).size).toBe(ids.length)
+    const after = await indexTotals()
+    const added = Object.fromEntries(Object.entries(after).map(([code, n]) => [code, n - (before[code] ?? 0)]).filter(([, n]) => n !== 0))
+    expect(totalsOf(client.events)).toEqual(added)
+  }, 120_000)
+})
