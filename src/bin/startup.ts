@@ -3,7 +3,7 @@ import postgres from 'postgres'
 import { Redis } from 'ioredis'
 import { rpcUrlsOf, type ChainConfig } from '../config/chains.js'
 import type { Config } from '../config/env.js'
-import type { Logger } from '../logger.js'
+import { REPEATED_LOG_WINDOW_MS, type Logger } from '../logger.js'
 
 /** An expected condition that stops start-up: printed as one line, exit status 78 (EX_CONFIG). */
 export class StartupError extends Error {
@@ -158,8 +158,11 @@ export function dependenciesOf(config: Config, options: { indexing: boolean; red
 
 const FIRST_RETRY_MS = 250
 const LONGEST_RETRY_MS = 5_000
-/** Start-up logs one line per dependency per window, however many attempts it holds. */
-const LOG_WINDOW_MS = 5_000
+/**
+ * Start-up logs one line per dependency per window, however many attempts it holds: the
+ * logger's own window for repeated warnings (a shorter one here would only be swallowed by it).
+ */
+const LOG_WINDOW_MS = REPEATED_LOG_WINDOW_MS
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -186,7 +189,10 @@ async function waitFor(dependency: Dependency, deadline: number, logger: Logger,
           `waiting for ${dependency.variable}`,
         )
       }
-      await sleep(Math.min(delay, remaining))
+      // the attempt after the backoff, or sooner when the next waiting line is due: a line comes every 10 s
+      // (plus one attempt's time), never skipped by a backoff step that would have slept past it
+      const untilNextLine = Math.max(0, lastLogAt + LOG_WINDOW_MS - Date.now())
+      await sleep(Math.min(delay, remaining, untilNextLine))
       delay = Math.min(delay * 2, LONGEST_RETRY_MS)
     }
   }
