@@ -1,3 +1,5 @@
+import { createBatchCaps } from './batch-caps.js'
+
 /**
  * How many calls go into one JSON-RPC batch, learned per node.
  *
@@ -30,6 +32,8 @@ export function createBatchSizer(options: BatchSizerOptions) {
   let maxBytes = options.maxBytes
   let cleanInARow = 0
   const bytesPerCall = new Map<string, number>()
+  /** Per method, caps learned from batches that broke without naming a limit (batch-caps.ts). */
+  const caps = createBatchCaps()
 
   const ceiling = () => Math.min(options.maxSize, nodeCap)
 
@@ -37,7 +41,7 @@ export function createBatchSizer(options: BatchSizerOptions) {
   function sizeFor(method: string): number {
     const perCall = bytesPerCall.get(method)
     const byBytes = perCall ? Math.floor(maxBytes / perCall) : size
-    return Math.max(1, Math.min(size, byBytes))
+    return Math.max(1, Math.min(size, byBytes, caps.capFor(method)))
   }
 
   /** Bytes per call seen in an answer (or in the part of it that fit under the node's size limit). */
@@ -50,6 +54,7 @@ export function createBatchSizer(options: BatchSizerOptions) {
 
   function succeeded(method: string, calls: number, bytes: number) {
     measured(method, calls, bytes)
+    caps.served(method, calls)
     if (++cleanInARow >= growAfter && size < ceiling()) {
       size = Math.min(ceiling(), Math.ceil(size * 1.25))
       cleanInARow = 0
@@ -81,6 +86,13 @@ export function createBatchSizer(options: BatchSizerOptions) {
     }
   }
 
+  /** A batch of `sent` calls of `method` broke (connection dropped, answer cut or unreadable, a proxy's error page) while a single call went through. */
+  function broke(method: string, sent: number) {
+    cleanInARow = 0
+    const cap = caps.broke(method, sent)
+    if (cap !== undefined) options.onLimit?.(`batches of ${sent} ${method} calls break on this node; using ${cap}`, { batch_size: cap, refused: sent })
+  }
+
   function timedOut(sent: number) {
     cleanInARow = 0
     size = Math.max(1, Math.min(size, Math.floor(sent / 2)))
@@ -94,6 +106,7 @@ export function createBatchSizer(options: BatchSizerOptions) {
     succeeded,
     batchRefused,
     responseTooLarge,
+    broke,
     timedOut,
     /** The batch size now in use for `method` (the /metrics gauge). */
     current: sizeFor,

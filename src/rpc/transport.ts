@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createBatchSizer } from './adaptive-batch.js'
 import { createConcurrencyLimiter } from './concurrency.js'
-import { classifyError, classifyHttp, limitIn, RpcFailure, shrinks, type FailureKind, type RpcErrorObject } from './failure-kinds.js'
+import { classifyError, classifyHttp, limitIn, mayBeLength, RpcFailure, shrinks, type FailureKind, type RpcErrorObject } from './failure-kinds.js'
 import { postJson, RpcNetworkError, RpcTimeoutError, type HttpAnswer } from './http-post.js'
 
 /**
@@ -37,6 +37,8 @@ export type TransportObserver = {
   batchSize?(method: string, size: number): void
   inFlight?(inFlight: number, limit: number): void
   failure?(kind: FailureKind): void
+  /** A batch of `size` calls broke (`kind`) while a single call went through: it is asked again in halves. */
+  split?(call: string, size: number, kind: FailureKind): void
   /** Every HTTP status answered (the metrics count non-2xx). */
   response?(status: number): void
 }
@@ -56,7 +58,7 @@ export type CallSpec<T> = {
   readResult: (result: unknown, position: number) => T
 }
 
-type Answered<T> = { done: Array<[number, T]>; failed: Array<{ positions: number[]; failure: RpcFailure }> }
+type Answered<T> = { done: Array<[number, T]>; failed: Array<{ positions: readonly number[]; failure: RpcFailure }> }
 
 type RpcAnswerItem = { id?: unknown; result?: unknown; error?: RpcErrorObject }
 
@@ -82,7 +84,7 @@ export function createTransport(options: TransportOptions) {
   }
 
   /** Reads an answer call by call: results, and the failed calls grouped by kind. */
-  function readItems<T>(spec: CallSpec<T>, text: string, positions: number[]): Answered<T> {
+  function readItems<T>(spec: CallSpec<T>, text: string, positions: readonly number[]): Answered<T> {
     let parsed: unknown
     try {
       parsed = JSON.parse(text)
@@ -146,7 +148,7 @@ export function createTransport(options: TransportOptions) {
     observer.batchSize?.(key, sizer.sizeFor(key))
   }
 
-  async function send<T>(spec: CallSpec<T>, positions: number[]): Promise<Answered<T>> {
+  async function send<T>(spec: CallSpec<T>, positions: readonly number[]): Promise<Answered<T>> {
     let answer: HttpAnswer
     try {
       answer = await limiter.run(() => postJson(options.url, bodyOf(spec.method, spec.params, positions), options.timeoutMs))
@@ -163,7 +165,7 @@ export function createTransport(options: TransportOptions) {
   }
 
   /** An answer read call by call (or by the fast path), before its buffer goes back. */
-  function readAnswer<T>(spec: CallSpec<T>, positions: number[], answer: HttpAnswer): Answered<T> {
+  function readAnswer<T>(spec: CallSpec<T>, positions: readonly number[], answer: HttpAnswer): Answered<T> {
     observer.response?.(answer.status)
     limiter.answered(answer.ms)
     if (answer.status < 200 || answer.status >= 300) return { done: [], failed: [{ positions, failure: classifyHttp(answer, positions.length) }] }
@@ -207,52 +209,90 @@ export function createTransport(options: TransportOptions) {
 
   /** Results of `spec.params.length` calls of one method, in order. */
   async function callMany<T>(spec: CallSpec<T>): Promise<T[]> {
+    const key = spec.sizeKey ?? spec.method
     const results = new Array<T>(spec.params.length)
     const attempts = new Array<number>(spec.params.length).fill(0)
 
-    async function run(positions: number[]): Promise<void> {
-      const key = spec.sizeKey ?? spec.method
-      // nothing tells yet how large an answer of this method is: one call goes first and sizes the rest by
-      // bytes (fifty 1 MB blocks would otherwise be asked in one batch, before any answer said they are large)
-      while (positions.length > 1 && !sizer.knowsBytes(key)) {
+    const keep = (answered: Answered<T>) => {
+      for (const [position, result] of answered.done) results[position] = result
+    }
+
+    /** Asks for the calls at `positions`, in batches of the size the sizer gives now. */
+    async function run(positions: readonly number[]): Promise<void> {
+      const rest = await sizedFirst(positions)
+      const size = sizer.sizeFor(key)
+      observer.batchSize?.(key, size)
+      await Promise.all(chunksOf(rest, size).map(runChunk))
+    }
+
+    /**
+     * Nothing tells yet how large an answer of this method is: one call goes
+     * first and sizes the rest by bytes (fifty 1 MB blocks would otherwise be
+     * asked in one batch, before any answer said they are large). Returns the
+     * positions still to ask; if that call fails for good, nothing more is asked.
+     */
+    async function sizedFirst(positions: readonly number[]): Promise<readonly number[]> {
+      let rest = positions
+      while (rest.length > 1 && !sizer.knowsBytes(key)) {
         const probe = probes.get(key)
         if (probe) {
           await probe.catch(() => {})
           continue
         }
-        const first = runChunk(positions.slice(0, 1)).finally(() => probes.delete(key))
+        const first = runChunk(rest.slice(0, 1)).finally(() => probes.delete(key))
         probes.set(key, first)
-        // the rest waits for it: if it fails for good, nothing more is asked for this call
         await first
-        positions = positions.slice(1)
+        rest = rest.slice(1)
       }
-      const size = sizer.sizeFor(key)
-      observer.batchSize?.(key, size)
-      const chunks: number[][] = []
-      for (let start = 0; start < positions.length; start += size) chunks.push(positions.slice(start, start + size))
-      await Promise.all(chunks.map(runChunk))
+      return rest
     }
 
-    async function runChunk(chunk: number[]): Promise<void> {
+    async function runChunk(chunk: readonly number[]): Promise<void> {
       const answered = await send(spec, chunk)
-      for (const [position, result] of answered.done) results[position] = result
-      await Promise.all(
-        answered.failed.map(async ({ positions, failure }) => {
-          react(failure, chunk.length)
-          // a limit met by a batch is not the calls' fault: ask again smaller; a single call that fails counts
-          const counted = !(shrinks(failure.kind) && chunk.length > 1)
-          if (counted) {
-            for (const position of positions) attempts[position]!++
-            const worst = Math.max(...positions.map((position) => attempts[position]!))
-            if (worst >= options.maxAttempts) {
-              // the check's own error (BlockNotFoundError…) tells the range job how soon to try again
-              throw failure.checkFailed ?? new RpcFailure(failure.kind, `${spec.method}: ${failure.message} (after ${worst} attempts)`)
-            }
-            await sleep(failure.retryAfterMs ?? Math.min(10_000, retryDelayMs * 2 ** (worst - 1)))
-          }
-          await run(positions)
-        }),
-      )
+      keep(answered)
+      await Promise.all(answered.failed.map((group) => recover(group, chunk)))
+    }
+
+    /** What follows a failure of the calls at `positions`, met in a request for `chunk`. */
+    async function recover({ positions, failure }: Answered<T>['failed'][number], chunk: readonly number[]): Promise<void> {
+      react(failure, chunk.length)
+      const wholeBatch = chunk.length > 1 && positions.length === chunk.length
+      if (wholeBatch && mayBeLength(failure.kind)) return splitAfter(chunk, failure)
+      // a limit met by a batch is not the calls' fault: ask again smaller; a single call that fails counts
+      if (!(shrinks(failure.kind) && chunk.length > 1)) await countAttempt(positions, failure)
+      await run(positions)
+    }
+
+    /**
+     * A whole batch broke in a way that may be its length. One call alone
+     * tells: if it fails too, the node is down (an attempt of every call,
+     * then the batch again after the backoff); if it goes through, the batch
+     * was the problem: a cap is learned and the rest is asked in halves.
+     */
+    async function splitAfter(chunk: readonly number[], failure: RpcFailure): Promise<void> {
+      const [first, ...rest] = chunk as [number, ...number[]]
+      const alone = await send(spec, [first])
+      keep(alone)
+      const down = alone.failed.find((group) => group.failure.kind !== 'item_error')
+      if (down) {
+        react(down.failure, 1)
+        await countAttempt(chunk, down.failure)
+        return run(chunk)
+      }
+      sizer.broke(key, chunk.length)
+      observer.split?.(key, chunk.length, failure.kind)
+      await Promise.all([...alone.failed.map((group) => recover(group, [first])), ...halves(rest).map(runChunk)])
+    }
+
+    /** One more attempt of each call at `positions`: throws once one has had them all, else waits the backoff. */
+    async function countAttempt(positions: readonly number[], failure: RpcFailure): Promise<void> {
+      for (const position of positions) attempts[position]!++
+      const worst = Math.max(...positions.map((position) => attempts[position]!))
+      if (worst >= options.maxAttempts) {
+        // the check's own error (BlockNotFoundError…) tells the range job how soon to try again
+        throw failure.checkFailed ?? new RpcFailure(failure.kind, `${spec.method}: ${failure.message} (after ${worst} attempts)`)
+      }
+      await sleep(failure.retryAfterMs ?? Math.min(10_000, retryDelayMs * 2 ** (worst - 1)))
     }
 
     await run(spec.params.map((_, position) => position))
@@ -279,3 +319,15 @@ export function createTransport(options: TransportOptions) {
 }
 
 export type Transport = ReturnType<typeof createTransport>
+
+function chunksOf(positions: readonly number[], size: number): number[][] {
+  const chunks: number[][] = []
+  for (let start = 0; start < positions.length; start += size) chunks.push(positions.slice(start, start + size))
+  return chunks
+}
+
+/** Two halves (the first the shorter), none empty. */
+function halves(positions: readonly number[]): number[][] {
+  const middle = Math.floor(positions.length / 2)
+  return [positions.slice(0, middle), positions.slice(middle)].filter((half) => half.length > 0)
+}
