@@ -1,7 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createBatchSizer } from './adaptive-batch.js'
+import { createAnswerBuffers } from './answer-buffers.js'
 import { createConcurrencyLimiter } from './concurrency.js'
-import { classifyError, classifyHttp, limitIn, mayBeLength, RpcFailure, shrinks, type FailureKind, type RpcErrorObject } from './failure-kinds.js'
+import { allFailed, readItems, requestBody, type Answered, type FailedCalls, type ReadResult } from './answers.js'
+import { classifyHttp, limitIn, mayBeLength, RpcFailure, shrinks, type FailureKind } from './failure-kinds.js'
 import { postJson, RpcNetworkError, RpcTimeoutError, type HttpAnswer } from './http-post.js'
 
 /**
@@ -55,16 +57,14 @@ export type CallSpec<T> = {
    */
   readBatch?: (body: Buffer, positions: readonly number[]) => T[]
   /** One call's result (null when the node has none); throws an error that no retry fixes. */
-  readResult: (result: unknown, position: number) => T
+  readResult: ReadResult<T>
 }
-
-type Answered<T> = { done: Array<[number, T]>; failed: Array<{ positions: readonly number[]; failure: RpcFailure }> }
-
-type RpcAnswerItem = { id?: unknown; result?: unknown; error?: RpcErrorObject }
 
 export function createTransport(options: TransportOptions) {
   const observer = options.observer ?? {}
   const retryDelayMs = options.retryDelayMs ?? 250
+  // this transport's own answer buffers: as many kept per size as it may have requests in flight
+  const buffers = createAnswerBuffers({ keptPerSize: options.maxConcurrency })
   const sizer = createBatchSizer({
     maxSize: options.maxBatchSize,
     maxBytes: options.maxBatchBytes,
@@ -77,84 +77,20 @@ export function createTransport(options: TransportOptions) {
     onChange: (inFlight, limit) => observer.inFlight?.(inFlight, limit),
   })
 
-  function bodyOf(method: string, params: readonly unknown[][], positions: readonly number[]): string {
-    const calls = positions.map((position) => ({ jsonrpc: '2.0', id: position, method, params: params[position] }))
-    // a single call goes alone, not as a batch of one: nodes without batch support answer it
-    return JSON.stringify(calls.length === 1 ? calls[0] : calls)
-  }
-
-  /** Reads an answer call by call: results, and the failed calls grouped by kind. */
-  function readItems<T>(spec: CallSpec<T>, text: string, positions: readonly number[]): Answered<T> {
-    let parsed: unknown
-    try {
-      parsed = JSON.parse(text)
-    } catch {
-      return { done: [], failed: [{ positions, failure: new RpcFailure('unreadable', `unreadable answer (${text.length} bytes): ${text.slice(0, 80)}`) }] }
-    }
-    if (!Array.isArray(parsed) && positions.length > 1) {
-      // one object for a batch: the batch as such was refused (Erigon: id null, "batch limit 10 exceeded")
-      const error = (parsed as RpcAnswerItem | null)?.error ?? { message: 'a single answer to a batch' }
-      return { done: [], failed: [{ positions, failure: failureOf(error, true) }] }
-    }
-    const items = (Array.isArray(parsed) ? parsed : [parsed]) as RpcAnswerItem[]
-    const byId = new Map(items.map((item) => [Number(item?.id), item]))
-    const done: Array<[number, T]> = []
-    const failedBy = new Map<string, { positions: number[]; failure: RpcFailure }>()
-    for (const position of positions) {
-      // a single call answered with an id other than ours (some proxies null it) is still its answer
-      const item = byId.get(position) ?? (positions.length === 1 && items.length === 1 ? items[0] : undefined)
-      let failure: RpcFailure
-      if (item && !item.error) {
-        const read = readResult(spec, item.result ?? null, position)
-        if (!(read instanceof RpcFailure)) {
-          done.push([position, read])
-          continue
-        }
-        failure = read
-      } else {
-        failure = item?.error ? failureOf(item.error, false) : new RpcFailure('item_error', `no answer for call ${position} in the batch`)
-      }
-      const group = failedBy.get(failure.kind) ?? { positions: [], failure }
-      group.positions.push(position)
-      failedBy.set(failure.kind, group)
-    }
-    return { done, failed: [...failedBy.values()] }
-  }
-
-  /**
-   * One call's result through its check. A result that fails it (no block yet
-   * from a backend behind the others, another call's answer) is a fault of
-   * that call: asked again, counted against its attempts, never the batch's.
-   */
-  function readResult<T>(spec: CallSpec<T>, result: unknown, position: number): T | RpcFailure {
-    try {
-      return spec.readResult(result, position)
-    } catch (error) {
-      if (!(error instanceof Error)) return new RpcFailure('item_error', String(error))
-      const failure = new RpcFailure('item_error', `${error.name}: ${error.message}`)
-      failure.checkFailed = error
-      return failure
-    }
-  }
-
-  function failureOf(error: RpcErrorObject, wholeBatch: boolean): RpcFailure {
-    const kind = classifyError(error, wholeBatch)
-    return new RpcFailure(kind, `${error.message ?? 'error'} (${error.code ?? 'no code'})`)
-  }
-
-  /** One HTTP request for the calls at `positions`: what came back, call by call. */
+  /** A request of `calls` calls of `key` answered whole, in `bytes`: the sizer learns from it. */
   function succeeded(key: string, calls: number, bytes: number) {
     sizer.succeeded(key, calls, bytes)
     observer.batchSize?.(key, sizer.sizeFor(key))
   }
 
+  /** One HTTP request for the calls at `positions`: what came back, call by call. */
   async function send<T>(spec: CallSpec<T>, positions: readonly number[]): Promise<Answered<T>> {
     let answer: HttpAnswer
     try {
-      answer = await limiter.run(() => postJson(options.url, bodyOf(spec.method, spec.params, positions), options.timeoutMs))
+      answer = await limiter.run(() => postJson(options.url, requestBody(spec.method, spec.params, positions), options.timeoutMs, buffers))
     } catch (error) {
-      if (error instanceof RpcTimeoutError) return { done: [], failed: [{ positions, failure: new RpcFailure('timeout', error.message) }] }
-      if (error instanceof RpcNetworkError) return { done: [], failed: [{ positions, failure: new RpcFailure('network', error.message) }] }
+      if (error instanceof RpcTimeoutError) return allFailed(positions, new RpcFailure('timeout', error.message))
+      if (error instanceof RpcNetworkError) return allFailed(positions, new RpcFailure('network', error.message))
       throw error
     }
     try {
@@ -168,7 +104,7 @@ export function createTransport(options: TransportOptions) {
   function readAnswer<T>(spec: CallSpec<T>, positions: readonly number[], answer: HttpAnswer): Answered<T> {
     observer.response?.(answer.status)
     limiter.answered(answer.ms)
-    if (answer.status < 200 || answer.status >= 300) return { done: [], failed: [{ positions, failure: classifyHttp(answer, positions.length) }] }
+    if (answer.status < 200 || answer.status >= 300) return allFailed(positions, classifyHttp(answer, positions.length))
     if (spec.readBatch) {
       try {
         const results = spec.readBatch(answer.body, positions)
@@ -178,7 +114,7 @@ export function createTransport(options: TransportOptions) {
         // an error item, a missing result or a layout the fast path does not know: read it call by call
       }
     }
-    const answered = readItems(spec, answer.text, positions)
+    const answered = readItems(spec.readResult, answer.text, positions)
     if (answered.failed.length === 0) succeeded(spec.sizeKey ?? spec.method, positions.length, answer.body.length)
     // the good part of an answer cut by the size limit is what fits in it, and tells the size of a call
     if (answered.done.length > 0 && answered.failed.length > 0) {
@@ -254,7 +190,7 @@ export function createTransport(options: TransportOptions) {
     }
 
     /** What follows a failure of the calls at `positions`, met in a request for `chunk`. */
-    async function recover({ positions, failure }: Answered<T>['failed'][number], chunk: readonly number[]): Promise<void> {
+    async function recover({ positions, failure }: FailedCalls, chunk: readonly number[]): Promise<void> {
       react(failure, chunk.length)
       const wholeBatch = chunk.length > 1 && positions.length === chunk.length
       if (wholeBatch && mayBeLength(failure.kind)) return splitAfter(chunk, failure)
