@@ -1,0 +1,211 @@
+/**
+ * Where one node is driven: how many calls go in a batch and how many
+ * requests are in flight, chosen by what the node delivers.
+ *
+ * Nodes differ in what they reward. A node that writes pre-serialized
+ * answers serves large batches cheaply; one that runs a batch's calls one
+ * after another on one thread serves batches of ten better than fifty; a
+ * hosted provider adds 50 ms to every answer and refuses past 8 in flight.
+ * No fixed setting, and no rule that grows until pushed back, fits all of
+ * them, so this search measures delivered work (bytes per second of
+ * answers, which are blocks, receipts and headers alike) over short windows
+ * and climbs one coordinate at a time: a neighbouring point is tried for a
+ * window and kept only if it delivers more. A point with more load (more in
+ * flight) must deliver clearly more to be kept; one with less load is kept
+ * if it delivers about as much — load that adds no throughput is taken off.
+ * Once no neighbour wins, the point is settled and a neighbour is tried
+ * again now and then, so a node that gets faster or slower is followed.
+ *
+ * Pure: time comes in as arguments; answers are counted only under the
+ * point their request was sent with (`epoch`), so a window measures that
+ * point alone.
+ */
+export type OperatingPoint = { batch: number; inFlight: number }
+
+export type OperatingPointOptions = {
+  start: OperatingPoint
+  maxBatch: number
+  maxInFlight: number
+  /** Shortest window measured per point. */
+  windowMs?: number
+  /** Fewest answers a window needs (longer windows on a slow node). */
+  minAnswers?: number
+  /** A point with more in flight is kept only if it delivers this much more. */
+  gainForLoad?: number
+  /** Any other neighbour is kept if it delivers at least this share of the best rate at the current point. */
+  keepShare?: number
+  /** Windows at a settled point between two tries of a neighbour. */
+  settledWindows?: number
+}
+
+type Move = { dimension: 'batch' | 'inFlight'; direction: 1 | -1 }
+const MOVES: readonly Move[] = [
+  { dimension: 'batch', direction: -1 },
+  { dimension: 'inFlight', direction: -1 },
+  { dimension: 'batch', direction: 1 },
+  { dimension: 'inFlight', direction: 1 },
+]
+
+/** What a window delivered, per second. */
+export type Throughput = { callsPerSecond: number; bytesPerSecond: number }
+
+export function createOperatingPointSearch(options: OperatingPointOptions) {
+  const windowMs = options.windowMs ?? 400
+  const minAnswers = options.minAnswers ?? 6
+  const gainForLoad = options.gainForLoad ?? 1.05
+  const keepShare = options.keepShare ?? 0.97
+  const settledWindows = options.settledWindows ?? 10
+  let maxBatch = options.maxBatch
+  let maxInFlight = options.maxInFlight
+
+  const clip = (point: OperatingPoint): OperatingPoint => ({
+    batch: Math.max(1, Math.min(maxBatch, Math.round(point.batch))),
+    inFlight: Math.max(1, Math.min(maxInFlight, Math.round(point.inFlight))),
+  })
+
+  let base = clip(options.start)
+  /** The point under measurement now: the base, or a neighbour being tried. */
+  let current = base
+  let trying: Move | undefined
+  /** Best rate measured at the base since it became the base (bytes/s), undefined until measured. */
+  let baseRate: number | undefined
+  /** The base's rate when it settled: a change past a quarter of it means the node changed. */
+  let settledRate: number | undefined
+  let nextMove = 0
+  let lostInRow = 0
+  let windowsSettled = 0
+  let epoch = 0
+  let window = { startedAt: Number.NaN, calls: 0, bytes: 0, answers: 0 }
+  let last: Throughput = { callsPerSecond: 0, bytesPerSecond: 0 }
+
+  const settled = () => lostInRow >= MOVES.length
+
+  function neighbour(move: Move): OperatingPoint {
+    const value = base[move.dimension]
+    // batches step by half again or a third less; requests in flight by a quarter, at least one
+    const step = move.dimension === 'batch' ? Math.max(1, Math.round(value * (move.direction > 0 ? 0.5 : 1 / 3))) : Math.max(1, Math.round(value / 4))
+    return clip({ ...base, [move.dimension]: value + move.direction * step })
+  }
+
+  const same = (a: OperatingPoint, b: OperatingPoint) => a.batch === b.batch && a.inFlight === b.inFlight
+
+  function moveTo(point: OperatingPoint, now: number) {
+    current = point
+    epoch++
+    // the window starts with the first answer sent under this point: requests of the one before are not its measure
+    window = { startedAt: Number.NaN, calls: 0, bytes: 0, answers: 0 }
+    void now
+  }
+
+  /** The next neighbour to try (skipping those a cap makes equal to the base), or undefined. */
+  function pickMove(): Move | undefined {
+    for (let i = 0; i < MOVES.length; i++) {
+      const move = MOVES[(nextMove + i) % MOVES.length]!
+      if (!same(neighbour(move), base)) {
+        nextMove = (nextMove + i) % MOVES.length
+        return move
+      }
+      lostInRow++
+    }
+    return undefined
+  }
+
+  /** A window at `current` is over: keep, drop or try. */
+  function judge(rate: number, now: number) {
+    if (!trying) {
+      // the base measured: note it, then try a neighbour (at once while searching, now and then once settled)
+      if (settled() && settledRate !== undefined && Math.abs(rate - settledRate) > 0.25 * settledRate) {
+        // the node got faster or slower: search again from here
+        lostInRow = 0
+        baseRate = rate
+      } else baseRate = baseRate === undefined || !settled() ? rate : Math.max(rate, baseRate * 0.9 + rate * 0.1)
+      if (settled() && ++windowsSettled < settledWindows) return moveTo(base, now)
+      windowsSettled = 0
+      const move = pickMove()
+      if (!move) return moveTo(base, now)
+      trying = move
+      return moveTo(neighbour(move), now)
+    }
+    const move = trying
+    trying = undefined
+    const reference = baseRate ?? 0
+    const moreLoad = move.dimension === 'inFlight' && move.direction > 0
+    const kept = moreLoad ? rate > reference * gainForLoad : rate >= reference * keepShare
+    if (kept) {
+      base = current
+      // the best of the two: a point kept for less load must not lower the bar the next step is held to
+      baseRate = moreLoad ? rate : Math.max(rate, reference * keepShare)
+      lostInRow = 0
+      // the same way again while it pays
+      trying = move
+      const next = neighbour(move)
+      if (!same(next, base)) return moveTo(next, now)
+      trying = undefined
+      return moveTo(base, now)
+    }
+    lostInRow++
+    nextMove = (nextMove + 1) % MOVES.length
+    if (settled()) settledRate = baseRate
+    moveTo(base, now)
+  }
+
+  return {
+    /** The point requests are sent with now. */
+    get point(): OperatingPoint {
+      return current
+    },
+    /** Tag of the point now: an answer counts for the window only if its request was sent under it. */
+    get epoch() {
+      return epoch
+    },
+    get settled() {
+      return settled()
+    },
+    /** Delivered per second over the last window judged. */
+    get throughput(): Throughput {
+      return last
+    },
+    /** An answer of `calls` calls in `bytes`, to a request sent under `sentEpoch`. */
+    answered(sentEpoch: number, calls: number, bytes: number, now: number) {
+      if (sentEpoch !== epoch) return
+      if (Number.isNaN(window.startedAt)) window.startedAt = now
+      window.calls += calls
+      window.bytes += bytes
+      window.answers++
+    },
+    /** Looks at the window; returns true when the point changed. */
+    tick(now: number): boolean {
+      if (Number.isNaN(window.startedAt) || window.answers === 0) {
+        // nothing asked: an idle node measures nothing, and the window starts with the next answer
+        window.startedAt = Number.NaN
+        return false
+      }
+      const elapsed = now - window.startedAt
+      if (elapsed < windowMs || window.answers < minAnswers) return false
+      last = { callsPerSecond: (window.calls * 1000) / elapsed, bytesPerSecond: (window.bytes * 1000) / elapsed }
+      const before = current
+      judge(last.bytesPerSecond, now)
+      return !same(before, current)
+    },
+    /** The node pushed back (a named batch limit, 429s): the point never goes past these again. */
+    capBatch(most: number) {
+      maxBatch = Math.max(1, Math.min(maxBatch, most))
+      base = clip(base)
+      current = clip(current)
+    },
+    capInFlight(most: number) {
+      maxInFlight = Math.max(1, Math.min(maxInFlight, most))
+      base = clip(base)
+      current = clip(current)
+    },
+    /** A cap learned from push-back is lifted again (to `most`, at most the configured one). */
+    raiseInFlightCap(most: number) {
+      maxInFlight = Math.max(maxInFlight, Math.min(options.maxInFlight, most))
+    },
+    get caps() {
+      return { batch: maxBatch, inFlight: maxInFlight }
+    },
+  }
+}
+
+export type OperatingPointSearch = ReturnType<typeof createOperatingPointSearch>
