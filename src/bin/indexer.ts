@@ -69,6 +69,7 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
     if (!rpc) {
       const endpoint = new URL(chain.rpcUrl).host
       const transportMetrics = metrics.rpcTransport(endpoint)
+      let wasSettled = false
       rpc = createRpc({
         url: chain.rpcUrl,
         timeoutMs: config.RPC_TIMEOUT_MS,
@@ -80,6 +81,13 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
         observer: {
           ...transportMetrics,
           limitLearned: (message, details) => logger.info({ component: 'rpc', endpoint, ...details }, message),
+          operatingPoint: (report) => {
+            transportMetrics.operatingPoint(report)
+            // one line each time the search settles on a point (it re-probes quietly afterwards)
+            const settling = report.settled && !wasSettled
+            wasSettled = report.settled
+            if (settling) logger.info({ component: 'rpc', endpoint, batch: report.batch, in_flight: report.inFlight, calls_per_s: Math.round(report.callsPerSecond), mib_per_s: Number((report.bytesPerSecond / 2 ** 20).toFixed(1)) }, 'rpc operating point')
+          },
           response: (status) => {
             if (status >= 300) metrics.rpcResponse(status)
           },

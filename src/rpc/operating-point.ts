@@ -187,7 +187,20 @@ export function createOperatingPointSearch(options: OperatingPointOptions) {
       judge(last.bytesPerSecond, now)
       return !same(before, current)
     },
-    /** The node pushed back (a named batch limit, 429s): the point never goes past these again. */
+    /** The most calls a batch can carry now (the byte budget over the largest calls, a node's named limit): the search stays within it. */
+    limitBatch(most: number) {
+      const next = Math.max(1, Math.min(options.maxBatch, most))
+      if (next === maxBatch) return
+      maxBatch = next
+      base = clip(base)
+      current = clip(current)
+    },
+    /** A timeout: the batch is halved at once; the search may climb again if that pays. */
+    halveBatch() {
+      base = clip({ ...base, batch: base.batch / 2 })
+      current = clip({ ...current, batch: Math.min(current.batch, base.batch) })
+    },
+    /** The node pushed back (429s): the point never goes past this until the cap is raised. */
     capBatch(most: number) {
       maxBatch = Math.max(1, Math.min(maxBatch, most))
       base = clip(base)

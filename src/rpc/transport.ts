@@ -4,18 +4,22 @@ import { createAnswerBuffers } from './answer-buffers.js'
 import { createConcurrencyLimiter } from './concurrency.js'
 import { allFailed, readItems, requestBody, type Answered, type FailedCalls, type ReadResult } from './answers.js'
 import { classifyHttp, limitIn, mayBeLength, RpcFailure, shrinks, type FailureKind } from './failure-kinds.js'
+import { createOperatingPointSearch, type OperatingPoint, type Throughput } from './operating-point.js'
 import { postJson, RpcNetworkError, RpcTimeoutError, type HttpAnswer } from './http-post.js'
 
 /**
  * The one RPC policy of the indexer, per node: every call — blocks,
  * receipts, headers, the head — goes through here. Calls are grouped into
  * JSON-RPC batches sized by adaptive-batch.ts, sent with at most as many in
- * flight as concurrency.ts allows, and failures are handled by what they
- * are: a limit makes the batch smaller (the refused calls are asked again,
- * not counted as an attempt), a transient fault retries only the calls that
- * failed, after a backoff or the node's Retry-After. Each call has a bounded
- * number of attempts; past it the error goes up to the range job, which
- * records it (there is no other retry loop below the job).
+ * flight as concurrency.ts allows, both at the operating point that
+ * operating-point.ts finds by measured throughput. Failures are handled by
+ * what they are: a limit makes the batch smaller (the refused calls are
+ * asked again, not counted as an attempt); a whole batch that breaks
+ * without naming a limit is split after one call alone shows the node is up
+ * (batch-caps.ts learns how long a batch may be); a transient fault retries
+ * only the calls that failed, after a backoff or the node's Retry-After.
+ * Each call has a bounded number of attempts; past it the error goes up to
+ * the range job, which records it (there is no other retry loop below the job).
  */
 export type TransportOptions = {
   url: string
@@ -41,9 +45,17 @@ export type TransportObserver = {
   failure?(kind: FailureKind): void
   /** A batch of `size` calls broke (`kind`) while a single call went through: it is asked again in halves. */
   split?(call: string, size: number, kind: FailureKind): void
+  /** The operating point, each time the search moves it. */
+  operatingPoint?(report: OperatingPointReport): void
   /** Every HTTP status answered (the metrics count non-2xx). */
   response?(status: number): void
 }
+
+/** The operating point and the throughput measured there (the /metrics gauges, the log line). */
+export type OperatingPointReport = OperatingPoint & Throughput & { settled: boolean; mostBatch: number; mostInFlight: number }
+
+/** Quiet time after a 429 before one more request in flight may be tried. */
+const RATE_LIMIT_QUIET_MS = 30_000
 
 export type CallSpec<T> = {
   method: string
@@ -70,21 +82,54 @@ export function createTransport(options: TransportOptions) {
     maxBytes: options.maxBatchBytes,
     onLimit: (message, details) => observer.limitLearned?.(message, details),
   })
+  const search = createOperatingPointSearch({
+    start: { batch: options.maxBatchSize, inFlight: options.concurrency },
+    maxBatch: options.maxBatchSize,
+    maxInFlight: options.maxConcurrency,
+  })
   const limiter = createConcurrencyLimiter({
-    initial: options.concurrency,
+    initial: search.point.inFlight,
     max: options.maxConcurrency,
-    slowMs: options.timeoutMs / 4,
     onChange: (inFlight, limit) => observer.inFlight?.(inFlight, limit),
   })
+  sizer.setSize(search.point.batch)
+  /** When a 429 last capped the requests in flight: the cap is raised by one after a quiet spell. */
+  let rateLimitedAt = Number.NEGATIVE_INFINITY
+
+  /** The sizer and the limiter take the search's point. */
+  function follow() {
+    sizer.setSize(search.point.batch)
+    limiter.setLimit(search.point.inFlight)
+    observer.operatingPoint?.(operatingPoint())
+  }
+
+  function operatingPoint(): OperatingPointReport {
+    const { point, throughput, settled, caps } = search
+    return { ...point, ...throughput, settled, mostBatch: caps.batch, mostInFlight: caps.inFlight }
+  }
+
+  /** An answer delivered `calls` calls in `bytes`, to a request sent under `epoch`: the search's measure. */
+  function measure(epoch: number, calls: number, bytes: number) {
+    const now = performance.now()
+    search.answered(epoch, calls, bytes, now)
+    if (now - rateLimitedAt > RATE_LIMIT_QUIET_MS && search.caps.inFlight < options.maxConcurrency) {
+      rateLimitedAt = now
+      search.raiseInFlightCap(search.caps.inFlight + 1)
+    }
+    if (search.tick(now)) follow()
+  }
 
   /** A request of `calls` calls of `key` answered whole, in `bytes`: the sizer learns from it. */
   function succeeded(key: string, calls: number, bytes: number) {
     sizer.succeeded(key, calls, bytes)
+    search.limitBatch(sizer.mostCalls())
     observer.batchSize?.(key, sizer.sizeFor(key))
   }
 
   /** One HTTP request for the calls at `positions`: what came back, call by call. */
   async function send<T>(spec: CallSpec<T>, positions: readonly number[]): Promise<Answered<T>> {
+    // the batch was sized under the point now: its answer measures this point
+    const epoch = search.epoch
     let answer: HttpAnswer
     try {
       answer = await limiter.run(() => postJson(options.url, requestBody(spec.method, spec.params, positions), options.timeoutMs, buffers))
@@ -94,7 +139,9 @@ export function createTransport(options: TransportOptions) {
       throw error
     }
     try {
-      return readAnswer(spec, positions, answer)
+      const answered = readAnswer(spec, positions, answer)
+      if (answered.done.length > 0) measure(epoch, answered.done.length, answer.body.length)
+      return answered
     } finally {
       answer.release()
     }
@@ -103,7 +150,6 @@ export function createTransport(options: TransportOptions) {
   /** An answer read call by call (or by the fast path), before its buffer goes back. */
   function readAnswer<T>(spec: CallSpec<T>, positions: readonly number[], answer: HttpAnswer): Answered<T> {
     observer.response?.(answer.status)
-    limiter.answered(answer.ms)
     if (answer.status < 200 || answer.status >= 300) return allFailed(positions, classifyHttp(answer, positions.length))
     if (spec.readBatch) {
       try {
@@ -129,14 +175,24 @@ export function createTransport(options: TransportOptions) {
     observer.failure?.(failure.kind)
     switch (failure.kind) {
       case 'batch_limit':
-        return sizer.batchRefused(sent, limitIn(failure.message))
+        sizer.batchRefused(sent, limitIn(failure.message))
+        search.limitBatch(sizer.mostCalls())
+        return follow()
       case 'response_too_large':
-        return sizer.responseTooLarge(sent, failure.answeredBytes ?? 0)
+        sizer.responseTooLarge(sent, failure.answeredBytes ?? 0)
+        search.limitBatch(sizer.mostCalls())
+        search.halveBatch()
+        return follow()
       case 'rate_limited':
+        // more in flight than the node takes: never that many again until a quiet spell
+        search.capInFlight(Math.max(1, Math.min(search.point.inFlight, limiter.inFlight + 1) - 1))
+        rateLimitedAt = performance.now()
+        follow()
         return limiter.rateLimited(failure.retryAfterMs)
       case 'timeout':
-        limiter.timedOut()
-        return sizer.timedOut(sent)
+        search.halveBatch()
+        follow()
+        return limiter.timedOut()
     }
   }
 
@@ -245,6 +301,10 @@ export function createTransport(options: TransportOptions) {
     callMany,
     call,
     batchSize: (method: string) => sizer.current(method),
+    /** Where the search drives this node now, and what it delivered over its last window. */
+    get operatingPoint() {
+      return operatingPoint()
+    },
     get inFlight() {
       return limiter.inFlight
     },
