@@ -86,6 +86,7 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
             // one line each time the search settles on a point (it re-probes quietly afterwards)
             const settling = report.settled && !wasSettled
             wasSettled = report.settled
+            logger.debug({ component: 'rpc', endpoint, batch: report.batch, in_flight: report.inFlight, settled: report.settled, mib_per_s: Number((report.bytesPerSecond / 2 ** 20).toFixed(1)) }, 'rpc operating point moved')
             if (settling) logger.info({ component: 'rpc', endpoint, batch: report.batch, in_flight: report.inFlight, calls_per_s: Math.round(report.callsPerSecond), mib_per_s: Number((report.bytesPerSecond / 2 ** 20).toFixed(1)) }, 'rpc operating point')
           },
           response: (status) => {

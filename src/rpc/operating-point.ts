@@ -16,9 +16,10 @@
  * Once no neighbour wins, the point is settled and a neighbour is tried
  * again now and then, so a node that gets faster or slower is followed.
  *
- * Pure: time comes in as arguments; answers are counted only under the
- * point their request was sent with (`epoch`), so a window measures that
- * point alone.
+ * Pure: time comes in as arguments (the transport's clock runs only while
+ * a request is out, so a caller that pauses does not read as a slow node);
+ * answers are counted only under the point their request was sent with
+ * (`epoch`), so a window measures that point alone.
  */
 export type OperatingPoint = { batch: number; inFlight: number }
 
@@ -50,7 +51,7 @@ const MOVES: readonly Move[] = [
 export type Throughput = { callsPerSecond: number; bytesPerSecond: number }
 
 export function createOperatingPointSearch(options: OperatingPointOptions) {
-  const windowMs = options.windowMs ?? 400
+  const windowMs = options.windowMs ?? 500
   const minAnswers = options.minAnswers ?? 6
   const gainForLoad = options.gainForLoad ?? 1.05
   const keepShare = options.keepShare ?? 0.97
@@ -92,9 +93,7 @@ export function createOperatingPointSearch(options: OperatingPointOptions) {
   function moveTo(point: OperatingPoint, now: number) {
     current = point
     epoch++
-    // the window starts with the first answer sent under this point: requests of the one before are not its measure
-    window = { startedAt: Number.NaN, calls: 0, bytes: 0, answers: 0 }
-    void now
+    window = { startedAt: now, calls: 0, bytes: 0, answers: 0 }
   }
 
   /** The next neighbour to try (skipping those a cap makes equal to the base), or undefined. */
@@ -175,11 +174,7 @@ export function createOperatingPointSearch(options: OperatingPointOptions) {
     },
     /** Looks at the window; returns true when the point changed. */
     tick(now: number): boolean {
-      if (Number.isNaN(window.startedAt) || window.answers === 0) {
-        // nothing asked: an idle node measures nothing, and the window starts with the next answer
-        window.startedAt = Number.NaN
-        return false
-      }
+      if (Number.isNaN(window.startedAt)) window.startedAt = now
       const elapsed = now - window.startedAt
       if (elapsed < windowMs || window.answers < minAnswers) return false
       last = { callsPerSecond: (window.calls * 1000) / elapsed, bytesPerSecond: (window.bytes * 1000) / elapsed }

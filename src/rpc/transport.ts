@@ -108,12 +108,30 @@ export function createTransport(options: TransportOptions) {
     return { ...point, ...throughput, settled, mostBatch: caps.batch, mostInFlight: caps.inFlight }
   }
 
+  /**
+   * The search's clock runs only while a request is out: a backfill asks in
+   * bursts (a range's blocks, then its receipts and commit), and time with
+   * nothing asked says nothing of the node; counted, it made every window's
+   * rate a measure of the caller instead.
+   */
+  const busy = { out: 0, since: 0, ms: 0 }
+  const busyClock = () => busy.ms + (busy.out > 0 ? performance.now() - busy.since : 0)
+  async function whileOut<R>(request: () => Promise<R>): Promise<R> {
+    if (busy.out++ === 0) busy.since = performance.now()
+    try {
+      return await request()
+    } finally {
+      if (--busy.out === 0) busy.ms += performance.now() - busy.since
+    }
+  }
+
   /** An answer delivered `calls` calls in `bytes`, to a request sent under `epoch`: the search's measure. */
   function measure(epoch: number, calls: number, bytes: number) {
-    const now = performance.now()
+    const now = busyClock()
     search.answered(epoch, calls, bytes, now)
-    if (now - rateLimitedAt > RATE_LIMIT_QUIET_MS && search.caps.inFlight < options.maxConcurrency) {
-      rateLimitedAt = now
+    const wallNow = performance.now()
+    if (wallNow - rateLimitedAt > RATE_LIMIT_QUIET_MS && search.caps.inFlight < options.maxConcurrency) {
+      rateLimitedAt = wallNow
       search.raiseInFlightCap(search.caps.inFlight + 1)
     }
     if (search.tick(now)) follow()
@@ -132,7 +150,7 @@ export function createTransport(options: TransportOptions) {
     const epoch = search.epoch
     let answer: HttpAnswer
     try {
-      answer = await limiter.run(() => postJson(options.url, requestBody(spec.method, spec.params, positions), options.timeoutMs, buffers))
+      answer = await limiter.run(() => whileOut(() => postJson(options.url, requestBody(spec.method, spec.params, positions), options.timeoutMs, buffers)))
     } catch (error) {
       if (error instanceof RpcTimeoutError) return allFailed(positions, new RpcFailure('timeout', error.message))
       if (error instanceof RpcNetworkError) return allFailed(positions, new RpcFailure('network', error.message))
