@@ -13,6 +13,9 @@
  * window and kept only if it delivers more. A point with more load (more in
  * flight) must deliver clearly more to be kept; one with less load is kept
  * if it delivers about as much — load that adds no throughput is taken off.
+ * Besides the four single steps, two diagonal ones spread the same calls
+ * over more requests or gather them into fewer: a caller that asks a range
+ * at a time has only so many requests to send.
  * Once no neighbour wins, the point is settled and a neighbour is tried
  * again now and then, so a node that gets faster or slower is followed.
  *
@@ -33,18 +36,25 @@ export type OperatingPointOptions = {
   minAnswers?: number
   /** A point with more in flight is kept only if it delivers this much more. */
   gainForLoad?: number
-  /** Any other neighbour is kept if it delivers at least this share of the best rate at the current point. */
+  /** A point with fewer in flight is kept if it delivers at least this share of the best rate at the current point. */
   keepShare?: number
+  /** A point with as many in flight (another batch size) is kept only if it delivers this much more. */
+  sameLoadGain?: number
   /** Windows at a settled point between two tries of a neighbour. */
   settledWindows?: number
 }
 
-type Move = { dimension: 'batch' | 'inFlight'; direction: 1 | -1 }
+/** A step from the base: each coordinate down, unchanged or up. */
+type Move = { batch: -1 | 0 | 1; inFlight: -1 | 0 | 1 }
 const MOVES: readonly Move[] = [
-  { dimension: 'batch', direction: -1 },
-  { dimension: 'inFlight', direction: -1 },
-  { dimension: 'batch', direction: 1 },
-  { dimension: 'inFlight', direction: 1 },
+  { batch: -1, inFlight: 0 },
+  { batch: 0, inFlight: -1 },
+  // the same calls spread over more requests, or gathered into fewer: a caller that asks a range at a
+  // time has only so many requests to send, and there neither coordinate alone moves anything
+  { batch: -1, inFlight: 1 },
+  { batch: 1, inFlight: 0 },
+  { batch: 0, inFlight: 1 },
+  { batch: 1, inFlight: -1 },
 ]
 
 /** What a window delivered, per second. */
@@ -55,6 +65,7 @@ export function createOperatingPointSearch(options: OperatingPointOptions) {
   const minAnswers = options.minAnswers ?? 6
   const gainForLoad = options.gainForLoad ?? 1.05
   const keepShare = options.keepShare ?? 0.97
+  const sameLoadGain = options.sameLoadGain ?? 1.02
   const settledWindows = options.settledWindows ?? 10
   let maxBatch = options.maxBatch
   let maxInFlight = options.maxInFlight
@@ -82,10 +93,10 @@ export function createOperatingPointSearch(options: OperatingPointOptions) {
   const settled = () => lostInRow >= MOVES.length
 
   function neighbour(move: Move): OperatingPoint {
-    const value = base[move.dimension]
     // batches step by half again or a third less; requests in flight by a quarter, at least one
-    const step = move.dimension === 'batch' ? Math.max(1, Math.round(value * (move.direction > 0 ? 0.5 : 1 / 3))) : Math.max(1, Math.round(value / 4))
-    return clip({ ...base, [move.dimension]: value + move.direction * step })
+    const batchStep = Math.max(1, Math.round(base.batch * (move.batch > 0 ? 0.5 : 1 / 3)))
+    const inFlightStep = Math.max(1, Math.round(base.inFlight / 4))
+    return clip({ batch: base.batch + move.batch * batchStep, inFlight: base.inFlight + move.inFlight * inFlightStep })
   }
 
   const same = (a: OperatingPoint, b: OperatingPoint) => a.batch === b.batch && a.inFlight === b.inFlight
@@ -128,12 +139,15 @@ export function createOperatingPointSearch(options: OperatingPointOptions) {
     const move = trying
     trying = undefined
     const reference = baseRate ?? 0
-    const moreLoad = move.dimension === 'inFlight' && move.direction > 0
-    const kept = moreLoad ? rate > reference * gainForLoad : rate >= reference * keepShare
+    // more in flight must pay clearly; fewer in flight is kept if it delivers about as much; the same
+    // requests in flight with another batch size must deliver more (else two sizes that deliver alike
+    // would be swapped for ever, and the point never settle)
+    const kept = move.inFlight > 0 ? rate > reference * gainForLoad : move.inFlight < 0 ? rate >= reference * keepShare : rate > reference * sameLoadGain
     if (kept) {
       base = current
       // the best of the two: a point kept for less load must not lower the bar the next step is held to
-      baseRate = moreLoad ? rate : Math.max(rate, reference * keepShare)
+      // (else steps of 3% less each would add up)
+      baseRate = Math.max(rate, reference)
       lostInRow = 0
       // the same way again while it pays
       trying = move
