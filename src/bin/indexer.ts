@@ -69,7 +69,7 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
     if (!rpc) {
       const endpoint = new URL(chain.rpcUrl).host
       const transportMetrics = metrics.rpcTransport(endpoint)
-      let wasSettled = false
+      let settledAt = ''
       rpc = createRpc({
         url: chain.rpcUrl,
         timeoutMs: config.RPC_TIMEOUT_MS,
@@ -83,9 +83,10 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
           limitLearned: (message, details) => logger.info({ component: 'rpc', endpoint, ...details }, message),
           operatingPoint: (report) => {
             transportMetrics.operatingPoint(report)
-            // one line each time the search settles on a point (it re-probes quietly afterwards)
-            const settling = report.settled && !wasSettled
-            wasSettled = report.settled
+            // one line each time the search settles on another point (it re-probes quietly afterwards)
+            const point = `${report.batch}x${report.inFlight}`
+            const settling = report.settled && point !== settledAt
+            if (report.settled) settledAt = point
             logger.debug({ component: 'rpc', endpoint, batch: report.batch, in_flight: report.inFlight, settled: report.settled, mib_per_s: Number((report.bytesPerSecond / 2 ** 20).toFixed(1)) }, 'rpc operating point moved')
             if (settling) logger.info({ component: 'rpc', endpoint, batch: report.batch, in_flight: report.inFlight, calls_per_s: Math.round(report.callsPerSecond), mib_per_s: Number((report.bytesPerSecond / 2 ** 20).toFixed(1)) }, 'rpc operating point')
           },
