@@ -16,8 +16,11 @@
  * Besides the four single steps, two diagonal ones spread the same calls
  * over more requests or gather them into fewer: a caller that asks a range
  * at a time has only so many requests to send.
- * Once no neighbour wins, the point is settled and a neighbour is tried
- * again now and then, so a node that gets faster or slower is followed.
+ * Each neighbour is judged against the base measured just before and just
+ * after it, so a machine that got busier or quieter meanwhile is not read
+ * as a better or worse point. Once no neighbour wins, the point is settled
+ * and a neighbour is tried again now and then, so a node that gets faster
+ * or slower is followed.
  *
  * Pure: time comes in as arguments (the transport's clock runs only while
  * a request is out, so a caller that pauses does not read as a slow node);
@@ -79,6 +82,8 @@ export function createOperatingPointSearch(options: OperatingPointOptions) {
   /** The point under measurement now: the base, or a neighbour being tried. */
   let current = base
   let trying: Move | undefined
+  /** A neighbour's rate, waiting for the base to be measured again after it (A/B/A: a machine that got busier or quieter meanwhile moves both). */
+  let tried: { move: Move; point: OperatingPoint; rate: number } | undefined
   /** Best rate measured at the base since it became the base (bytes/s), undefined until measured. */
   let baseRate: number | undefined
   /** The base's rate when it settled: a change past a quarter of it means the node changed. */
@@ -120,46 +125,62 @@ export function createOperatingPointSearch(options: OperatingPointOptions) {
     return undefined
   }
 
-  /** A window at `current` is over: keep, drop or try. */
+  /** A window at `current` is over: measure the base, try a neighbour, or judge it against the base around it. */
   function judge(rate: number, now: number) {
-    if (!trying) {
-      // the base measured: note it, then try a neighbour (at once while searching, now and then once settled)
-      if (settled() && settledRate !== undefined && Math.abs(rate - settledRate) > 0.25 * settledRate) {
-        // the node got faster or slower: search again from here
-        lostInRow = 0
-        baseRate = rate
-      } else baseRate = baseRate === undefined || !settled() ? rate : Math.max(rate, baseRate * 0.9 + rate * 0.1)
-      if (settled() && ++windowsSettled < settledWindows) return moveTo(base, now)
-      windowsSettled = 0
-      const move = pickMove()
-      if (!move) return moveTo(base, now)
-      trying = move
-      return moveTo(neighbour(move), now)
-    }
-    const move = trying
-    trying = undefined
-    const reference = baseRate ?? 0
-    // more in flight must pay clearly; fewer in flight is kept if it delivers about as much; the same
-    // requests in flight with another batch size must deliver more (else two sizes that deliver alike
-    // would be swapped for ever, and the point never settle)
-    const kept = move.inFlight > 0 ? rate > reference * gainForLoad : move.inFlight < 0 ? rate >= reference * keepShare : rate > reference * sameLoadGain
-    if (kept) {
-      base = current
-      // the best of the two: a point kept for less load must not lower the bar the next step is held to
-      // (else steps of 3% less each would add up)
-      baseRate = Math.max(rate, reference)
-      lostInRow = 0
-      // the same way again while it pays
-      trying = move
-      const next = neighbour(move)
-      if (!same(next, base)) return moveTo(next, now)
+    if (trying) {
+      // the neighbour measured: back to the base once more before judging
+      tried = { move: trying, point: current, rate }
       trying = undefined
       return moveTo(base, now)
     }
+    if (tried) return judgeTried(tried, rate, now)
+    // the base measured: note it, then try a neighbour (at once while searching, now and then once settled)
+    if (settled() && settledRate !== undefined && Math.abs(rate - settledRate) > 0.25 * settledRate) {
+      // the node got faster or slower: search again from here
+      lostInRow = 0
+      baseRate = rate
+    } else baseRate = baseRate === undefined || !settled() ? rate : Math.max(rate, baseRate * 0.9 + rate * 0.1)
+    if (settled() && ++windowsSettled < settledWindows) return moveTo(base, now)
+    windowsSettled = 0
+    tryNext(now)
+  }
+
+  function tryNext(now: number) {
+    const move = pickMove()
+    if (!move) return moveTo(base, now)
+    trying = move
+    moveTo(neighbour(move), now)
+  }
+
+  /**
+   * The base before and after a neighbour: more in flight must beat the better
+   * of the two clearly; fewer in flight must deliver about as much as their
+   * mean; another batch size at the same requests in flight must beat their mean.
+   */
+  function judgeTried(neighbourRun: { move: Move; point: OperatingPoint; rate: number }, after: number, now: number) {
+    tried = undefined
+    const { move, point, rate } = neighbourRun
+    const before = baseRate ?? after
+    const mean = (before + after) / 2
+    const kept = move.inFlight > 0 ? rate > Math.max(before, after) * gainForLoad : move.inFlight < 0 ? rate >= mean * keepShare : rate > mean * sameLoadGain
+    if (kept) {
+      base = point
+      baseRate = rate
+      lostInRow = 0
+      // the same way again while it pays
+      const next = neighbour(move)
+      if (same(next, base)) return moveTo(base, now)
+      trying = move
+      return moveTo(next, now)
+    }
+    baseRate = after
     lostInRow++
     nextMove = (nextMove + 1) % MOVES.length
-    if (settled()) settledRate = baseRate
-    moveTo(base, now)
+    if (settled()) {
+      settledRate = baseRate
+      return moveTo(base, now)
+    }
+    tryNext(now)
   }
 
   return {
