@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { candidateFilter } from '../../src/attribution/records.js'
 import { createRpc } from '../../src/rpc/client.js'
+import { createAnswerBuffers } from '../../src/rpc/answer-buffers.js'
 import { postJson } from '../../src/rpc/http-post.js'
 import { flushDirtyPages } from '../lib/process.js'
 
@@ -52,6 +53,8 @@ type RpcResponse = { id: number; result?: Block | unknown[] | null; error?: { me
 const hex = (number: number) => `0x${number.toString(16)}`
 const RETRY_AFTER_DEFAULT_MS = 1_000
 const MOST_REFUSALS_IN_A_ROW = 100
+/** The plain client's answer buffers: as many kept per size as the widest sweep point has in flight. */
+const floorBuffers = createAnswerBuffers({ keptPerSize: 16 })
 
 /** One batch for `numbers`, asked again after each 429; resolves to the transactions counted and the refusals met. */
 async function rawBatch(url: string, numbers: number[], receipts: boolean): Promise<{ transactions: number; refused: number }> {
@@ -61,7 +64,7 @@ async function rawBatch(url: string, numbers: number[], receipts: boolean): Prom
   })
   const body = JSON.stringify(calls.map((call, id) => ({ ...call, id })))
   for (let refused = 0; refused <= MOST_REFUSALS_IN_A_ROW; refused++) {
-    const answer = await postJson(url, body, 120_000)
+    const answer = await postJson(url, body, 120_000, floorBuffers)
     let parsed: RpcResponse[]
     try {
       if (answer.status === 429) {

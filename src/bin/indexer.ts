@@ -87,13 +87,26 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
         maxConcurrency: config.RPC_MAX_CONCURRENCY,
         maxAttempts: config.RPC_MAX_ATTEMPTS,
         // labelled by the redacted URL: never a key in a metric label or a log line
-        observer: (endpoint) => ({
-          ...metrics.rpcTransport(endpoint),
-          limitLearned: (message, details) => logger.info({ component: 'rpc', endpoint, ...details }, message),
-          response: (status) => {
-            if (status >= 300) metrics.rpcResponse(status)
-          },
-        }),
+        observer: (endpoint) => {
+          const transportMetrics = metrics.rpcTransport(endpoint)
+          let settledAt = ''
+          return {
+            ...transportMetrics,
+            limitLearned: (message, details) => logger.info({ component: 'rpc', endpoint, ...details }, message),
+            operatingPoint: (report) => {
+              transportMetrics.operatingPoint(report)
+              // one line each time the search settles on another point (it re-probes quietly afterwards)
+              const point = `${report.batch}x${report.inFlight}`
+              const settling = report.settled && point !== settledAt
+              if (report.settled) settledAt = point
+              logger.debug({ component: 'rpc', endpoint, batch: report.batch, in_flight: report.inFlight, settled: report.settled, mib_per_s: Number((report.bytesPerSecond / 2 ** 20).toFixed(1)) }, 'rpc operating point moved')
+              if (settling) logger.info({ component: 'rpc', endpoint, batch: report.batch, in_flight: report.inFlight, calls_per_s: Math.round(report.callsPerSecond), mib_per_s: Number((report.bytesPerSecond / 2 ** 20).toFixed(1)) }, 'rpc operating point')
+            },
+            response: (status) => {
+              if (status >= 300) metrics.rpcResponse(status)
+            },
+          }
+        },
         onEndpointState: (endpoint, state) =>
           state === 'sick'
             ? logger.warn({ component: 'rpc', endpoint }, 'RPC endpoint failing: routing around it until a probe answers')

@@ -105,11 +105,11 @@ const envSchema = z.object({
   WORKER_CONCURRENCY: positiveInt.default(4),
   /** BullMQ job lock: a killed worker's range is retried after this long (also the stalled-job check interval). */
   JOB_LOCK_MS: positiveInt.default(30_000),
-  /** Most calls per JSON-RPC batch; the transport shrinks it to what the node accepts and grows back slowly. */
+  /** Most calls per JSON-RPC batch, where the transport's throughput search starts; it keeps within what the node accepts. */
   RPC_BATCH_SIZE: positiveInt.default(50),
   /** Most bytes per batch answer (estimated from earlier answers), so large blocks go a few at a time. */
   RPC_BATCH_BYTES: positiveInt.default(10 * 1_048_576),
-  /** Requests in flight per node at the start; adapted (AIMD) between 1 and RPC_MAX_CONCURRENCY on 429s and slow answers. */
+  /** Requests in flight per node at the start; the throughput search moves it between 1 and RPC_MAX_CONCURRENCY, 429s and timeouts halve it. */
   RPC_CONCURRENCY: positiveInt.default(4),
   RPC_MAX_CONCURRENCY: positiveInt.default(8),
   /** Attempts per call before the range fails (and records why). */

@@ -28,6 +28,10 @@ export function createIndexerMetrics(registry: Registry) {
   const rpcInFlight = new Gauge({ name: 'indexer_rpc_requests_in_flight', help: 'HTTP requests to the node in flight', labelNames: ['endpoint'], registers: [registry] })
   const rpcConcurrency = new Gauge({ name: 'indexer_rpc_concurrency_limit', help: 'Requests the transport allows in flight now (AIMD)', labelNames: ['endpoint'], registers: [registry] })
   const rpcFailures = new Counter({ name: 'indexer_rpc_failures_total', help: 'Failed RPC requests or calls by kind (batch_limit, response_too_large, rate_limited, timeout, http_error, network, unreadable, item_error)', labelNames: ['endpoint', 'kind'], registers: [registry] })
+  const rpcPointBatch = new Gauge({ name: 'indexer_rpc_operating_batch_size', help: 'Calls per batch at the operating point the transport found by measured throughput (before per-method byte and node limits)', labelNames: ['endpoint'], registers: [registry] })
+  const rpcPointInFlight = new Gauge({ name: 'indexer_rpc_operating_in_flight', help: 'Requests in flight at the operating point the transport found by measured throughput', labelNames: ['endpoint'], registers: [registry] })
+  const rpcPointSettled = new Gauge({ name: 'indexer_rpc_operating_point_settled', help: '1 once no neighbouring point delivers more (re-probed now and then), 0 while searching', labelNames: ['endpoint'], registers: [registry] })
+  const rpcThroughput = new Gauge({ name: 'indexer_rpc_throughput_per_second', help: 'What the node delivered over the last measured window, by unit (calls, bytes)', labelNames: ['endpoint', 'unit'], registers: [registry] })
   const backfillRate = new Gauge({ name: 'indexer_backfill_rate_per_second', help: 'Backfill speed over the last 10 s report, by what is counted (blocks, transactions, attributions); 0 once caught up', labelNames: ['chain_id', 'unit'], registers: [registry] })
   const backfillRemaining = new Gauge({ name: 'indexer_backfill_blocks_remaining', help: 'Blocks the backfill still has to index, at the last report', labelNames: ['chain_id'], registers: [registry] })
   const backfillEta = new Gauge({ name: 'indexer_backfill_eta_seconds', help: 'Estimated seconds to catch up at the last report speed (0 once caught up, absent while unknown)', labelNames: ['chain_id'], registers: [registry] })
@@ -119,6 +123,13 @@ export function createIndexerMetrics(registry: Registry) {
           rpcConcurrency.set({ endpoint }, limit)
         },
         failure: (kind: string) => rpcFailures.inc({ endpoint, kind }),
+        operatingPoint(report: RpcOperatingPoint) {
+          rpcPointBatch.set({ endpoint }, report.batch)
+          rpcPointInFlight.set({ endpoint }, report.inFlight)
+          rpcPointSettled.set({ endpoint }, report.settled ? 1 : 0)
+          rpcThroughput.set({ endpoint, unit: 'calls' }, Math.round(report.callsPerSecond))
+          rpcThroughput.set({ endpoint, unit: 'bytes' }, Math.round(report.bytesPerSecond))
+        },
       }
     },
   }
@@ -126,6 +137,9 @@ export function createIndexerMetrics(registry: Registry) {
 
 /** What the metrics read of an endpoint (rpc/endpoint-pool.ts EndpointState fits). */
 type EndpointMetricState = { url: string; state: string; itemsPerSecond: number | null; bytesPerSecond: number | null; items: number; errors: number }
+
+/** The transport's operating point as the gauges read it (rpc/transport.ts's OperatingPointReport fits). */
+export type RpcOperatingPoint = { batch: number; inFlight: number; settled: boolean; callsPerSecond: number; bytesPerSecond: number }
 
 export type BackfillProgress = {
   blocksPerSecond: number

@@ -1,21 +1,23 @@
+import { createBatchCaps } from './batch-caps.js'
+
 /**
- * How many calls go into one JSON-RPC batch, learned per node.
+ * How many calls go into one JSON-RPC batch, per node.
  *
- * Starts at the configured size and shrinks when the node pushes back: to
- * the limit it names (or half the batch) on a batch-limit answer, to a byte
- * budget on "response too large", to half the batch on a timeout. It grows
- * back by a quarter after a run of clean batches, never past a limit the
- * node named. Independently, a batch is bounded by bytes: the size of
- * earlier answers per method tells how many calls fit in the byte budget, so
- * 1 MB blocks go a few at a time while small ones go by the dozen.
+ * The size wanted is the operating-point search's (operating-point.ts,
+ * `setSize`); here it is bounded by what the node pushed back with: the
+ * limit it names (or half the batch) on a batch-limit answer, a byte budget
+ * on "response too large", half the batch on a timeout (until the search
+ * sets it again), and per method the caps learned from batches that broke
+ * without naming a limit (batch-caps.ts). Independently, a batch is bounded
+ * by bytes: the size of earlier answers per method tells how many calls fit
+ * in the byte budget, so 1 MB blocks go a few at a time while small ones go
+ * by the dozen.
  */
 export type BatchSizerOptions = {
   /** The most calls per batch, and where it starts. */
   maxSize: number
   /** The most bytes an answer should carry. */
   maxBytes: number
-  /** Clean batches in a row before the size grows again. */
-  growAfter?: number
   /** Told once per limit learned: "node caps batches at 10 calls; using 10". */
   onLimit?: (message: string, details: Record<string, number>) => void
 }
@@ -23,21 +25,27 @@ export type BatchSizerOptions = {
 const MiB = 2 ** 20
 
 export function createBatchSizer(options: BatchSizerOptions) {
-  const growAfter = options.growAfter ?? 8
   let size = options.maxSize
   /** A call count the node refused, or undefined: the size never grows to it again. */
   let nodeCap = Number.POSITIVE_INFINITY
   let maxBytes = options.maxBytes
-  let cleanInARow = 0
   const bytesPerCall = new Map<string, number>()
+  /** Per method, caps learned from batches that broke without naming a limit (batch-caps.ts). */
+  const caps = createBatchCaps()
 
   const ceiling = () => Math.min(options.maxSize, nodeCap)
+
+  /** The most calls any batch can carry now: the configured most, a limit the node named, the byte budget over the largest calls. */
+  function mostCalls(): number {
+    const largest = Math.max(0, ...bytesPerCall.values())
+    return Math.max(1, Math.min(ceiling(), largest > 0 ? Math.floor(maxBytes / largest) : Number.POSITIVE_INFINITY))
+  }
 
   /** Calls to put in the next batch of `method`. */
   function sizeFor(method: string): number {
     const perCall = bytesPerCall.get(method)
     const byBytes = perCall ? Math.floor(maxBytes / perCall) : size
-    return Math.max(1, Math.min(size, byBytes))
+    return Math.max(1, Math.min(size, byBytes, caps.capFor(method)))
   }
 
   /** Bytes per call seen in an answer (or in the part of it that fit under the node's size limit). */
@@ -50,15 +58,11 @@ export function createBatchSizer(options: BatchSizerOptions) {
 
   function succeeded(method: string, calls: number, bytes: number) {
     measured(method, calls, bytes)
-    if (++cleanInARow >= growAfter && size < ceiling()) {
-      size = Math.min(ceiling(), Math.ceil(size * 1.25))
-      cleanInARow = 0
-    }
+    caps.served(method, calls)
   }
 
   /** The node refused a batch of `sent` calls, naming its limit or not. */
   function batchRefused(sent: number, named?: number) {
-    cleanInARow = 0
     const cap = named !== undefined && named < sent ? named : Math.max(1, Math.floor(sent / 2))
     if (cap >= nodeCap) return
     nodeCap = cap
@@ -69,7 +73,6 @@ export function createBatchSizer(options: BatchSizerOptions) {
 
   /** The answer passed the node's size limit after `answeredBytes` of good calls. */
   function responseTooLarge(sent: number, answeredBytes: number) {
-    cleanInARow = 0
     size = Math.max(1, Math.min(size, Math.floor(sent / 2)))
     // the good part of the answer is what fits; keep a margin under it
     const budget = Math.floor(answeredBytes * 0.8)
@@ -81,19 +84,30 @@ export function createBatchSizer(options: BatchSizerOptions) {
     }
   }
 
+  /** A batch of `sent` calls of `method` broke (connection dropped, answer cut or unreadable, a proxy's error page) while a single call went through. */
+  function broke(method: string, sent: number) {
+    const cap = caps.broke(method, sent)
+    if (cap !== undefined) options.onLimit?.(`batches of ${sent} ${method} calls break on this node; using ${cap}`, { batch_size: cap, refused: sent })
+  }
+
   function timedOut(sent: number) {
-    cleanInARow = 0
     size = Math.max(1, Math.min(size, Math.floor(sent / 2)))
   }
 
   return {
     sizeFor,
+    mostCalls,
+    /** The size the search wants (bounded here by the node's limits). */
+    setSize(wanted: number) {
+      size = Math.max(1, Math.min(ceiling(), Math.round(wanted)))
+    },
     /** Whether an answer of `method` has told its size per call yet. */
     knowsBytes: (method: string) => bytesPerCall.has(method),
     measured,
     succeeded,
     batchRefused,
     responseTooLarge,
+    broke,
     timedOut,
     /** The batch size now in use for `method` (the /metrics gauge). */
     current: sizeFor,

@@ -8,7 +8,7 @@ afterEach(() => {
 describe('createConcurrencyLimiter', () => {
   it('runs a request that queued during a Retry-After pause once the pause ends, even when the timer fires a moment before the wall clock reaches it', async () => {
     vi.useFakeTimers({ now: 1_000_000 })
-    const limiter = createConcurrencyLimiter({ initial: 1, max: 1, slowMs: 10_000 })
+    const limiter = createConcurrencyLimiter({ initial: 1, max: 1 })
     // one request in flight and a second queued behind it
     let finishFirst!: () => void
     const first = limiter.run(() => new Promise<void>((resolve) => (finishFirst = resolve)))

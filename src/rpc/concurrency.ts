@@ -1,16 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 
 /**
- * How many requests are in flight to one node, adapted AIMD-style: one more
- * after a run of answers that came back well within the timeout, half as many
- * on a 429 (and nothing at all until its Retry-After has passed), on a timeout
- * or on an answer slow enough to risk one.
+ * How many requests are in flight to one node. The limit is set by the
+ * operating-point search (operating-point.ts) from measured throughput;
+ * here it is only enforced, halved at once on a 429 (and nothing at all
+ * sent until its Retry-After has passed) or a timeout, before the search's
+ * next window looks again.
  */
 export type ConcurrencyOptions = {
   initial: number
   max: number
-  /** An answer slower than this counts as a warning (a quarter of the timeout, say). */
-  slowMs: number
   onChange?: (inFlight: number, limit: number) => void
 }
 
@@ -18,7 +17,6 @@ export function createConcurrencyLimiter(options: ConcurrencyOptions) {
   let limit = Math.min(options.initial, options.max)
   let inFlight = 0
   let pausedUntil = 0
-  let goodInARow = 0
   const waiting: Array<() => void> = []
 
   const changed = () => options.onChange?.(inFlight, limit)
@@ -66,8 +64,8 @@ export function createConcurrencyLimiter(options: ConcurrencyOptions) {
   }
 
   function decrease() {
-    goodInARow = 0
     limit = Math.max(1, Math.floor(limit / 2))
+    changed()
   }
 
   return {
@@ -80,13 +78,10 @@ export function createConcurrencyLimiter(options: ConcurrencyOptions) {
         release()
       }
     },
-    answered(ms: number) {
-      if (ms > options.slowMs) return decrease()
-      if (++goodInARow >= limit && limit < options.max) {
-        limit++
-        goodInARow = 0
-        wakeWaiters()
-      }
+    /** The search's limit (at most the configured most). */
+    setLimit(next: number) {
+      limit = Math.max(1, Math.min(options.max, next))
+      wakeWaiters()
     },
     rateLimited(retryAfterMs: number | undefined) {
       decrease()

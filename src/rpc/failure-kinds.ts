@@ -8,7 +8,10 @@ import type { HttpAnswer } from './http-post.js'
  * - response_too_large: the answer passed the node's size limit (geth -32003) — smaller batches by bytes;
  * - rate_limited: HTTP 429 or a rate-limit error — fewer requests in flight, wait Retry-After;
  * - timeout: no answer within the timeout — smaller batches, fewer in flight;
- * - http_error, network, unreadable, item_error: transient faults — retry the same calls.
+ * - http_error, network, unreadable: of a batch, maybe its length (a proxy that drops long
+ *   batches, cuts their answers or answers an error page): one call alone tells, then the rest is
+ *   asked in halves; of a single call, a transient fault — retried after a backoff;
+ * - item_error: one call's error — retried after a backoff.
  */
 export type FailureKind =
   | 'batch_limit'
@@ -72,4 +75,13 @@ export function classifyHttp(answer: HttpAnswer, batchLength: number): RpcFailur
 /** Kinds that mean "ask for less at once": re-asking smaller is not an attempt of the calls. */
 export function shrinks(kind: FailureKind): boolean {
   return kind === 'batch_limit' || kind === 'response_too_large' || kind === 'timeout'
+}
+
+/**
+ * Kinds a whole batch can meet because of its length without the node
+ * saying so: asked again in halves, never as it was, once a single call
+ * shows the node is up.
+ */
+export function mayBeLength(kind: FailureKind): boolean {
+  return kind === 'network' || kind === 'unreadable' || kind === 'http_error'
 }

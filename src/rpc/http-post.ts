@@ -1,5 +1,5 @@
 import { request } from 'undici'
-import { giveBack, takeBuffer } from './answer-buffers.js'
+import type { AnswerBuffers } from './answer-buffers.js'
 
 /**
  * What one HTTP POST to the node came back with, before any JSON-RPC
@@ -35,22 +35,22 @@ export function httpAnswer(status: number, body: Buffer, retryAfterMs: number | 
 const MOST_RESERVED = 32 * 1024 * 1024
 
 /** Reads a body into a reused buffer, sized by Content-Length when the node sends one, grown as bytes arrive beyond it. */
-async function readBody(chunks: AsyncIterable<Buffer>, contentLength: number): Promise<{ buffer: Buffer; length: number }> {
-  let buffer = takeBuffer(Math.min(contentLength, MOST_RESERVED))
+async function readBody(chunks: AsyncIterable<Buffer>, contentLength: number, buffers: AnswerBuffers): Promise<{ buffer: Buffer; length: number }> {
+  let buffer = buffers.takeBuffer(Math.min(contentLength, MOST_RESERVED))
   let length = 0
   try {
     for await (const chunk of chunks) {
       if (length + chunk.length > buffer.length) {
-        const larger = takeBuffer(2 * (length + chunk.length))
+        const larger = buffers.takeBuffer(2 * (length + chunk.length))
         buffer.copy(larger, 0, 0, length)
-        giveBack(buffer)
+        buffers.giveBack(buffer)
         buffer = larger
       }
       chunk.copy(buffer, length)
       length += chunk.length
     }
   } catch (error) {
-    giveBack(buffer)
+    buffers.giveBack(buffer)
     throw error
   }
   return { buffer, length }
@@ -79,22 +79,22 @@ export function parseRetryAfter(header: string | string[] | undefined): number |
 }
 
 /**
- * POSTs one JSON-RPC body and reads the whole answer, whatever its status;
- * the caller releases it once read.
+ * POSTs one JSON-RPC body and reads the whole answer into a buffer of
+ * `buffers`, whatever its status; the caller releases it once read.
  * undici's request API rather than fetch: a batch of full blocks is
  * megabytes, and fetch's web streams copied and decoded it in small steps
  * (about a fifth of the indexer's CPU in the backfill profile).
  */
-export async function postJson(url: string, requestBody: string, timeoutMs: number): Promise<HttpAnswer> {
+export async function postJson(url: string, requestBody: string, timeoutMs: number, buffers: AnswerBuffers): Promise<HttpAnswer> {
   const started = performance.now()
   const signal = AbortSignal.timeout(timeoutMs)
   try {
     const response = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: requestBody, signal })
     const declared = Number(response.headers['content-length'])
-    const { buffer, length } = await readBody(response.body as AsyncIterable<Buffer>, Number.isSafeInteger(declared) && declared > 0 ? declared : 0)
+    const { buffer, length } = await readBody(response.body as AsyncIterable<Buffer>, Number.isSafeInteger(declared) && declared > 0 ? declared : 0, buffers)
     let released = false
     const release = () => {
-      if (!released) giveBack(buffer)
+      if (!released) buffers.giveBack(buffer)
       released = true
     }
     return httpAnswer(response.statusCode, buffer.subarray(0, length), parseRetryAfter(response.headers['retry-after']), performance.now() - started, release)

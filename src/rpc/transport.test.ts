@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { afterAll, beforeAll, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTransport } from './transport.js'
 
 /**
@@ -47,4 +47,63 @@ it('sends one call of a method first, then batches sized by the bytes it answere
   // 100 kB a call in a 1 MB budget: at most 10 calls a batch
   expect(Math.max(...received.slice(1))).toBeLessThanOrEqual(10)
   expect(received.reduce((sum, calls) => sum + Math.max(calls, 1), 0)).toBe(80)
+})
+
+describe('a batch that breaks without naming a limit', () => {
+  /** A node behind a proxy that drops the connection on batches of more than 20 calls, or, when `down`, on every request. */
+  let node: Server
+  let nodeUrl: string
+  let down = false
+  const lengths: number[] = []
+  beforeAll(async () => {
+    node = createServer((req, res) => {
+      let body = ''
+      req.on('data', (chunk) => (body += chunk))
+      req.on('end', () => {
+        const parsed = JSON.parse(body) as { id: number; params: [string] } | Array<{ id: number; params: [string] }>
+        const calls = Array.isArray(parsed) ? parsed : [parsed]
+        lengths.push(calls.length)
+        if (down || calls.length > 20) return void req.socket.destroy()
+        const answers = calls.map(({ id, params }) => ({ jsonrpc: '2.0', id, result: Number(params[0]) }))
+        res.setHeader('content-type', 'application/json')
+        res.end(JSON.stringify(Array.isArray(parsed) ? answers : answers[0]))
+      })
+    })
+    await new Promise<void>((resolve) => node.listen(0, '127.0.0.1', resolve))
+    nodeUrl = `http://127.0.0.1:${(node.address() as AddressInfo).port}`
+  })
+  afterAll(() => new Promise<void>((resolve) => node.close(() => resolve())))
+
+  const spec = (from: number, count: number) => ({
+    method: 'eth_x',
+    params: Array.from({ length: count }, (_, i) => [String(from + i)]),
+    readResult: (result: unknown) => result as number,
+  })
+
+  it('is split after one call alone goes through, a cap is learned, and no request is sent twice unchanged', async () => {
+    down = false
+    lengths.length = 0
+    const transport = createTransport({ url: nodeUrl, timeoutMs: 5_000, maxBatchSize: 50, maxBatchBytes: 2 ** 30, concurrency: 2, maxConcurrency: 2, maxAttempts: 2 })
+    expect(await transport.callMany(spec(0, 50))).toEqual(Array.from({ length: 50 }, (_, i) => i))
+    // no attempt was spent: with 2 attempts a call, counting the breaks would have failed the call
+    expect(await transport.callMany(spec(100, 50))).toEqual(Array.from({ length: 50 }, (_, i) => 100 + i))
+    expect(transport.batchSize('eth_x')).toBeLessThanOrEqual(20)
+    // learned: the second call's batches no longer break
+    const broken = lengths.filter((length) => length > 20).length
+    await transport.callMany(spec(200, 50))
+    expect(lengths.filter((length) => length > 20).length).toBe(broken)
+  })
+
+  it('tells a dead node from a batch problem: single calls fail too, and the calls fail after their attempts', async () => {
+    down = false
+    const transport = createTransport({ url: nodeUrl, timeoutMs: 5_000, maxBatchSize: 50, maxBatchBytes: 2 ** 30, concurrency: 2, maxConcurrency: 2, maxAttempts: 3, retryDelayMs: 1 })
+    // the first call of a method goes alone (it sizes the rest): the node is up for it
+    await transport.callMany(spec(0, 1))
+    down = true
+    lengths.length = 0
+    await expect(transport.callMany(spec(0, 20))).rejects.toThrow(/request to the node failed/)
+    // the batch, one call alone (fails: the node is down), the batch again after the backoff… three times,
+    // not a cascade of halves down to twenty single calls
+    expect(lengths).toEqual([20, 1, 20, 1, 20, 1])
+  })
 })

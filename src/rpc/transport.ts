@@ -1,19 +1,25 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createBatchSizer } from './adaptive-batch.js'
+import { createAnswerBuffers } from './answer-buffers.js'
 import { createConcurrencyLimiter } from './concurrency.js'
-import { classifyError, classifyHttp, limitIn, RpcFailure, shrinks, type FailureKind, type RpcErrorObject } from './failure-kinds.js'
+import { allFailed, readItems, requestBody, type Answered, type FailedCalls, type ReadResult } from './answers.js'
+import { classifyHttp, limitIn, mayBeLength, RpcFailure, shrinks, type FailureKind } from './failure-kinds.js'
+import { createOperatingPointSearch, type OperatingPoint, type Throughput } from './operating-point.js'
 import { postJson, RpcNetworkError, RpcTimeoutError, type HttpAnswer } from './http-post.js'
 
 /**
  * The one RPC policy of the indexer, per node: every call — blocks,
  * receipts, headers, the head — goes through here. Calls are grouped into
  * JSON-RPC batches sized by adaptive-batch.ts, sent with at most as many in
- * flight as concurrency.ts allows, and failures are handled by what they
- * are: a limit makes the batch smaller (the refused calls are asked again,
- * not counted as an attempt), a transient fault retries only the calls that
- * failed, after a backoff or the node's Retry-After. Each call has a bounded
- * number of attempts; past it the error goes up to the range job, which
- * records it (there is no other retry loop below the job).
+ * flight as concurrency.ts allows, both at the operating point that
+ * operating-point.ts finds by measured throughput. Failures are handled by
+ * what they are: a limit makes the batch smaller (the refused calls are
+ * asked again, not counted as an attempt); a whole batch that breaks
+ * without naming a limit is split after one call alone shows the node is up
+ * (batch-caps.ts learns how long a batch may be); a transient fault retries
+ * only the calls that failed, after a backoff or the node's Retry-After.
+ * Each call has a bounded number of attempts; past it the error goes up to
+ * the range job, which records it (there is no other retry loop below the job).
  */
 export type TransportOptions = {
   url: string
@@ -37,9 +43,19 @@ export type TransportObserver = {
   batchSize?(method: string, size: number): void
   inFlight?(inFlight: number, limit: number): void
   failure?(kind: FailureKind): void
+  /** A batch of `size` calls broke (`kind`) while a single call went through: it is asked again in halves. */
+  split?(call: string, size: number, kind: FailureKind): void
+  /** The operating point, each time the search moves it. */
+  operatingPoint?(report: OperatingPointReport): void
   /** Every HTTP status answered (the metrics count non-2xx). */
   response?(status: number): void
 }
+
+/** The operating point and the throughput measured there (the /metrics gauges, the log line). */
+export type OperatingPointReport = OperatingPoint & Throughput & { settled: boolean; mostBatch: number; mostInFlight: number }
+
+/** Quiet time after a 429 before one more request in flight may be tried. */
+const RATE_LIMIT_QUIET_MS = 30_000
 
 export type CallSpec<T> = {
   method: string
@@ -53,120 +69,106 @@ export type CallSpec<T> = {
    */
   readBatch?: (body: Buffer, positions: readonly number[]) => T[]
   /** One call's result (null when the node has none); throws an error that no retry fixes. */
-  readResult: (result: unknown, position: number) => T
+  readResult: ReadResult<T>
 }
-
-type Answered<T> = { done: Array<[number, T]>; failed: Array<{ positions: number[]; failure: RpcFailure }> }
-
-type RpcAnswerItem = { id?: unknown; result?: unknown; error?: RpcErrorObject }
 
 export function createTransport(options: TransportOptions) {
   const observer = options.observer ?? {}
   const retryDelayMs = options.retryDelayMs ?? 250
+  // this transport's own answer buffers: as many kept per size as it may have requests in flight
+  const buffers = createAnswerBuffers({ keptPerSize: options.maxConcurrency })
   const sizer = createBatchSizer({
     maxSize: options.maxBatchSize,
     maxBytes: options.maxBatchBytes,
     onLimit: (message, details) => observer.limitLearned?.(message, details),
   })
+  const search = createOperatingPointSearch({
+    start: { batch: options.maxBatchSize, inFlight: options.concurrency },
+    maxBatch: options.maxBatchSize,
+    maxInFlight: options.maxConcurrency,
+  })
   const limiter = createConcurrencyLimiter({
-    initial: options.concurrency,
+    initial: search.point.inFlight,
     max: options.maxConcurrency,
-    slowMs: options.timeoutMs / 4,
     onChange: (inFlight, limit) => observer.inFlight?.(inFlight, limit),
   })
+  sizer.setSize(search.point.batch)
+  /** When a 429 last capped the requests in flight: the cap is raised by one after a quiet spell. */
+  let rateLimitedAt = Number.NEGATIVE_INFINITY
 
-  function bodyOf(method: string, params: readonly unknown[][], positions: readonly number[]): string {
-    const calls = positions.map((position) => ({ jsonrpc: '2.0', id: position, method, params: params[position] }))
-    // a single call goes alone, not as a batch of one: nodes without batch support answer it
-    return JSON.stringify(calls.length === 1 ? calls[0] : calls)
+  /** The sizer and the limiter take the search's point. */
+  function follow() {
+    sizer.setSize(search.point.batch)
+    limiter.setLimit(search.point.inFlight)
+    observer.operatingPoint?.(operatingPoint())
   }
 
-  /** Reads an answer call by call: results, and the failed calls grouped by kind. */
-  function readItems<T>(spec: CallSpec<T>, text: string, positions: number[]): Answered<T> {
-    let parsed: unknown
-    try {
-      parsed = JSON.parse(text)
-    } catch {
-      return { done: [], failed: [{ positions, failure: new RpcFailure('unreadable', `unreadable answer (${text.length} bytes): ${text.slice(0, 80)}`) }] }
-    }
-    if (!Array.isArray(parsed) && positions.length > 1) {
-      // one object for a batch: the batch as such was refused (Erigon: id null, "batch limit 10 exceeded")
-      const error = (parsed as RpcAnswerItem | null)?.error ?? { message: 'a single answer to a batch' }
-      return { done: [], failed: [{ positions, failure: failureOf(error, true) }] }
-    }
-    const items = (Array.isArray(parsed) ? parsed : [parsed]) as RpcAnswerItem[]
-    const byId = new Map(items.map((item) => [Number(item?.id), item]))
-    const done: Array<[number, T]> = []
-    const failedBy = new Map<string, { positions: number[]; failure: RpcFailure }>()
-    for (const position of positions) {
-      // a single call answered with an id other than ours (some proxies null it) is still its answer
-      const item = byId.get(position) ?? (positions.length === 1 && items.length === 1 ? items[0] : undefined)
-      let failure: RpcFailure
-      if (item && !item.error) {
-        const read = readResult(spec, item.result ?? null, position)
-        if (!(read instanceof RpcFailure)) {
-          done.push([position, read])
-          continue
-        }
-        failure = read
-      } else {
-        failure = item?.error ? failureOf(item.error, false) : new RpcFailure('item_error', `no answer for call ${position} in the batch`)
-      }
-      const group = failedBy.get(failure.kind) ?? { positions: [], failure }
-      group.positions.push(position)
-      failedBy.set(failure.kind, group)
-    }
-    return { done, failed: [...failedBy.values()] }
+  function operatingPoint(): OperatingPointReport {
+    const { point, throughput, settled, caps } = search
+    return { ...point, ...throughput, settled, mostBatch: caps.batch, mostInFlight: caps.inFlight }
   }
 
   /**
-   * One call's result through its check. A result that fails it (no block yet
-   * from a backend behind the others, another call's answer) is a fault of
-   * that call: asked again, counted against its attempts, never the batch's.
+   * The search's clock runs only while a request is out: a backfill asks in
+   * bursts (a range's blocks, then its receipts and commit), and time with
+   * nothing asked says nothing of the node; counted, it made every window's
+   * rate a measure of the caller instead.
    */
-  function readResult<T>(spec: CallSpec<T>, result: unknown, position: number): T | RpcFailure {
+  const busy = { out: 0, since: 0, ms: 0 }
+  const busyClock = () => busy.ms + (busy.out > 0 ? performance.now() - busy.since : 0)
+  async function whileOut<R>(request: () => Promise<R>): Promise<R> {
+    if (busy.out++ === 0) busy.since = performance.now()
     try {
-      return spec.readResult(result, position)
-    } catch (error) {
-      if (!(error instanceof Error)) return new RpcFailure('item_error', String(error))
-      const failure = new RpcFailure('item_error', `${error.name}: ${error.message}`)
-      failure.checkFailed = error
-      return failure
+      return await request()
+    } finally {
+      if (--busy.out === 0) busy.ms += performance.now() - busy.since
     }
   }
 
-  function failureOf(error: RpcErrorObject, wholeBatch: boolean): RpcFailure {
-    const kind = classifyError(error, wholeBatch)
-    return new RpcFailure(kind, `${error.message ?? 'error'} (${error.code ?? 'no code'})`)
+  /** An answer delivered `calls` calls in `bytes`, to a request sent under `epoch`: the search's measure. */
+  function measure(epoch: number, calls: number, bytes: number) {
+    const now = busyClock()
+    search.answered(epoch, calls, bytes, now)
+    const wallNow = performance.now()
+    if (wallNow - rateLimitedAt > RATE_LIMIT_QUIET_MS && search.caps.inFlight < options.maxConcurrency) {
+      rateLimitedAt = wallNow
+      search.raiseInFlightCap(search.caps.inFlight + 1)
+    }
+    if (search.tick(now)) follow()
   }
 
-  /** One HTTP request for the calls at `positions`: what came back, call by call. */
+  /** A request of `calls` calls of `key` answered whole, in `bytes`: the sizer learns from it. */
   function succeeded(key: string, calls: number, bytes: number) {
     sizer.succeeded(key, calls, bytes)
+    search.limitBatch(sizer.mostCalls())
     observer.batchSize?.(key, sizer.sizeFor(key))
   }
 
-  async function send<T>(spec: CallSpec<T>, positions: number[]): Promise<Answered<T>> {
+  /** One HTTP request for the calls at `positions`: what came back, call by call. */
+  async function send<T>(spec: CallSpec<T>, positions: readonly number[]): Promise<Answered<T>> {
+    // the batch was sized under the point now: its answer measures this point
+    const epoch = search.epoch
     let answer: HttpAnswer
     try {
-      answer = await limiter.run(() => postJson(options.url, bodyOf(spec.method, spec.params, positions), options.timeoutMs))
+      answer = await limiter.run(() => whileOut(() => postJson(options.url, requestBody(spec.method, spec.params, positions), options.timeoutMs, buffers)))
     } catch (error) {
-      if (error instanceof RpcTimeoutError) return { done: [], failed: [{ positions, failure: new RpcFailure('timeout', error.message) }] }
-      if (error instanceof RpcNetworkError) return { done: [], failed: [{ positions, failure: new RpcFailure('network', error.message) }] }
+      if (error instanceof RpcTimeoutError) return allFailed(positions, new RpcFailure('timeout', error.message))
+      if (error instanceof RpcNetworkError) return allFailed(positions, new RpcFailure('network', error.message))
       throw error
     }
     try {
-      return readAnswer(spec, positions, answer)
+      const answered = readAnswer(spec, positions, answer)
+      if (answered.done.length > 0) measure(epoch, answered.done.length, answer.body.length)
+      return answered
     } finally {
       answer.release()
     }
   }
 
   /** An answer read call by call (or by the fast path), before its buffer goes back. */
-  function readAnswer<T>(spec: CallSpec<T>, positions: number[], answer: HttpAnswer): Answered<T> {
+  function readAnswer<T>(spec: CallSpec<T>, positions: readonly number[], answer: HttpAnswer): Answered<T> {
     observer.response?.(answer.status)
-    limiter.answered(answer.ms)
-    if (answer.status < 200 || answer.status >= 300) return { done: [], failed: [{ positions, failure: classifyHttp(answer, positions.length) }] }
+    if (answer.status < 200 || answer.status >= 300) return allFailed(positions, classifyHttp(answer, positions.length))
     if (spec.readBatch) {
       try {
         const results = spec.readBatch(answer.body, positions)
@@ -176,7 +178,7 @@ export function createTransport(options: TransportOptions) {
         // an error item, a missing result or a layout the fast path does not know: read it call by call
       }
     }
-    const answered = readItems(spec, answer.text, positions)
+    const answered = readItems(spec.readResult, answer.text, positions)
     if (answered.failed.length === 0) succeeded(spec.sizeKey ?? spec.method, positions.length, answer.body.length)
     // the good part of an answer cut by the size limit is what fits in it, and tells the size of a call
     if (answered.done.length > 0 && answered.failed.length > 0) {
@@ -191,14 +193,24 @@ export function createTransport(options: TransportOptions) {
     observer.failure?.(failure.kind)
     switch (failure.kind) {
       case 'batch_limit':
-        return sizer.batchRefused(sent, limitIn(failure.message))
+        sizer.batchRefused(sent, limitIn(failure.message))
+        search.limitBatch(sizer.mostCalls())
+        return follow()
       case 'response_too_large':
-        return sizer.responseTooLarge(sent, failure.answeredBytes ?? 0)
+        sizer.responseTooLarge(sent, failure.answeredBytes ?? 0)
+        search.limitBatch(sizer.mostCalls())
+        search.halveBatch()
+        return follow()
       case 'rate_limited':
+        // more in flight than the node takes: never that many again until a quiet spell
+        search.capInFlight(Math.max(1, Math.min(search.point.inFlight, limiter.inFlight + 1) - 1))
+        rateLimitedAt = performance.now()
+        follow()
         return limiter.rateLimited(failure.retryAfterMs)
       case 'timeout':
-        limiter.timedOut()
-        return sizer.timedOut(sent)
+        search.halveBatch()
+        follow()
+        return limiter.timedOut()
     }
   }
 
@@ -207,52 +219,90 @@ export function createTransport(options: TransportOptions) {
 
   /** Results of `spec.params.length` calls of one method, in order. */
   async function callMany<T>(spec: CallSpec<T>): Promise<T[]> {
+    const key = spec.sizeKey ?? spec.method
     const results = new Array<T>(spec.params.length)
     const attempts = new Array<number>(spec.params.length).fill(0)
 
-    async function run(positions: number[]): Promise<void> {
-      const key = spec.sizeKey ?? spec.method
-      // nothing tells yet how large an answer of this method is: one call goes first and sizes the rest by
-      // bytes (fifty 1 MB blocks would otherwise be asked in one batch, before any answer said they are large)
-      while (positions.length > 1 && !sizer.knowsBytes(key)) {
+    const keep = (answered: Answered<T>) => {
+      for (const [position, result] of answered.done) results[position] = result
+    }
+
+    /** Asks for the calls at `positions`, in batches of the size the sizer gives now. */
+    async function run(positions: readonly number[]): Promise<void> {
+      const rest = await sizedFirst(positions)
+      const size = sizer.sizeFor(key)
+      observer.batchSize?.(key, size)
+      await Promise.all(chunksOf(rest, size).map(runChunk))
+    }
+
+    /**
+     * Nothing tells yet how large an answer of this method is: one call goes
+     * first and sizes the rest by bytes (fifty 1 MB blocks would otherwise be
+     * asked in one batch, before any answer said they are large). Returns the
+     * positions still to ask; if that call fails for good, nothing more is asked.
+     */
+    async function sizedFirst(positions: readonly number[]): Promise<readonly number[]> {
+      let rest = positions
+      while (rest.length > 1 && !sizer.knowsBytes(key)) {
         const probe = probes.get(key)
         if (probe) {
           await probe.catch(() => {})
           continue
         }
-        const first = runChunk(positions.slice(0, 1)).finally(() => probes.delete(key))
+        const first = runChunk(rest.slice(0, 1)).finally(() => probes.delete(key))
         probes.set(key, first)
-        // the rest waits for it: if it fails for good, nothing more is asked for this call
         await first
-        positions = positions.slice(1)
+        rest = rest.slice(1)
       }
-      const size = sizer.sizeFor(key)
-      observer.batchSize?.(key, size)
-      const chunks: number[][] = []
-      for (let start = 0; start < positions.length; start += size) chunks.push(positions.slice(start, start + size))
-      await Promise.all(chunks.map(runChunk))
+      return rest
     }
 
-    async function runChunk(chunk: number[]): Promise<void> {
+    async function runChunk(chunk: readonly number[]): Promise<void> {
       const answered = await send(spec, chunk)
-      for (const [position, result] of answered.done) results[position] = result
-      await Promise.all(
-        answered.failed.map(async ({ positions, failure }) => {
-          react(failure, chunk.length)
-          // a limit met by a batch is not the calls' fault: ask again smaller; a single call that fails counts
-          const counted = !(shrinks(failure.kind) && chunk.length > 1)
-          if (counted) {
-            for (const position of positions) attempts[position]!++
-            const worst = Math.max(...positions.map((position) => attempts[position]!))
-            if (worst >= options.maxAttempts) {
-              // the check's own error (BlockNotFoundError…) tells the range job how soon to try again
-              throw failure.checkFailed ?? new RpcFailure(failure.kind, `${spec.method}: ${failure.message} (after ${worst} attempts)`)
-            }
-            await sleep(failure.retryAfterMs ?? Math.min(10_000, retryDelayMs * 2 ** (worst - 1)))
-          }
-          await run(positions)
-        }),
-      )
+      keep(answered)
+      await Promise.all(answered.failed.map((group) => recover(group, chunk)))
+    }
+
+    /** What follows a failure of the calls at `positions`, met in a request for `chunk`. */
+    async function recover({ positions, failure }: FailedCalls, chunk: readonly number[]): Promise<void> {
+      react(failure, chunk.length)
+      const wholeBatch = chunk.length > 1 && positions.length === chunk.length
+      if (wholeBatch && mayBeLength(failure.kind)) return splitAfter(chunk, failure)
+      // a limit met by a batch is not the calls' fault: ask again smaller; a single call that fails counts
+      if (!(shrinks(failure.kind) && chunk.length > 1)) await countAttempt(positions, failure)
+      await run(positions)
+    }
+
+    /**
+     * A whole batch broke in a way that may be its length. One call alone
+     * tells: if it fails too, the node is down (an attempt of every call,
+     * then the batch again after the backoff); if it goes through, the batch
+     * was the problem: a cap is learned and the rest is asked in halves.
+     */
+    async function splitAfter(chunk: readonly number[], failure: RpcFailure): Promise<void> {
+      const [first, ...rest] = chunk as [number, ...number[]]
+      const alone = await send(spec, [first])
+      keep(alone)
+      const down = alone.failed.find((group) => group.failure.kind !== 'item_error')
+      if (down) {
+        react(down.failure, 1)
+        await countAttempt(chunk, down.failure)
+        return run(chunk)
+      }
+      sizer.broke(key, chunk.length)
+      observer.split?.(key, chunk.length, failure.kind)
+      await Promise.all([...alone.failed.map((group) => recover(group, [first])), ...halves(rest).map(runChunk)])
+    }
+
+    /** One more attempt of each call at `positions`: throws once one has had them all, else waits the backoff. */
+    async function countAttempt(positions: readonly number[], failure: RpcFailure): Promise<void> {
+      for (const position of positions) attempts[position]!++
+      const worst = Math.max(...positions.map((position) => attempts[position]!))
+      if (worst >= options.maxAttempts) {
+        // the check's own error (BlockNotFoundError…) tells the range job how soon to try again
+        throw failure.checkFailed ?? new RpcFailure(failure.kind, `${spec.method}: ${failure.message} (after ${worst} attempts)`)
+      }
+      await sleep(failure.retryAfterMs ?? Math.min(10_000, retryDelayMs * 2 ** (worst - 1)))
     }
 
     await run(spec.params.map((_, position) => position))
@@ -269,6 +319,10 @@ export function createTransport(options: TransportOptions) {
     callMany,
     call,
     batchSize: (method: string) => sizer.current(method),
+    /** Where the search drives this node now, and what it delivered over its last window. */
+    get operatingPoint() {
+      return operatingPoint()
+    },
     get inFlight() {
       return limiter.inFlight
     },
@@ -279,3 +333,15 @@ export function createTransport(options: TransportOptions) {
 }
 
 export type Transport = ReturnType<typeof createTransport>
+
+function chunksOf(positions: readonly number[], size: number): number[][] {
+  const chunks: number[][] = []
+  for (let start = 0; start < positions.length; start += size) chunks.push(positions.slice(start, start + size))
+  return chunks
+}
+
+/** Two halves (the first the shorter), none empty. */
+function halves(positions: readonly number[]): number[][] {
+  const middle = Math.floor(positions.length / 2)
+  return [positions.slice(0, middle), positions.slice(middle)].filter((half) => half.length > 0)
+}

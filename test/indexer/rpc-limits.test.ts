@@ -91,6 +91,19 @@ describe('batch item limits', () => {
   }, 120_000)
 })
 
+describe('batches that break without naming a limit', () => {
+  // the node (or the proxy in front of it) fails every batch of more than 20 calls; a single call always works
+  for (const shape of ['reset', 'html502', 'truncated'] as const) {
+    it(`splits batches broken the ${shape} way, learns a cap of at most 20 calls, and indexes exactly on defaults`, async () => {
+      const { proxy } = await indexThrough({ batchBreaks: { over: 20, shape } })
+      expect(proxy.limitCounts.batch_broken).toBeGreaterThan(0)
+      // learned, not met range after range: far fewer broken batches than ranges (with batches of 50, every one would break)
+      expect(proxy.limitCounts.batch_broken).toBeLessThan(proxy.batchLengths.length / 4)
+      settledWithin(proxy, 20)
+    }, 120_000)
+  }
+})
+
 it('re-asks only the calls past a response size limit (-32003), in smaller batches, and indexes exactly', async () => {
   const { proxy } = await indexThrough({ maxResponseBytes: 12_000 })
   expect(proxy.limitCounts.too_large).toBeGreaterThan(0)

@@ -34,7 +34,10 @@ export const httpFaults: readonly RpcFault[] = ['429', '500', '502', '503', 'tim
  * - noBatches: a provider that takes single calls only (id null, -32600);
  * - msPerCall: a slow node, the answer delayed by this much per call of the request;
  * - rateLimit: at most `requests` per `windowMs`, then 429 with Retry-After `retryAfterS`;
- * - maxLogRange: hosted providers' eth_getLogs range limit (calls over more blocks get -32005).
+ * - maxLogRange: hosted providers' eth_getLogs range limit (calls over more blocks get -32005);
+ * - batchBreaks: a node or proxy that fails batches of more than `over` calls without naming a limit:
+ *   it drops the connection (`reset`), answers a proxy's HTML error page (`html502`), or cuts the
+ *   answer short (`truncated`). Single calls and shorter batches are served.
  */
 export type RpcLimits = {
   batchLimit?: { max: number; shape: 'erigon' | 'besu' | 'http413' | 'http400' }
@@ -43,9 +46,12 @@ export type RpcLimits = {
   msPerCall?: number
   rateLimit?: { requests: number; windowMs: number; retryAfterS: number }
   maxLogRange?: number
+  batchBreaks?: { over: number; shape: BatchBreak }
 }
 
-export type LimitCounts = Record<'batch_refused' | 'too_large' | 'no_batches' | 'rate_limited' | 'delayed' | 'log_range_refused', number>
+export type BatchBreak = 'reset' | 'html502' | 'truncated'
+
+export type LimitCounts = Record<'batch_refused' | 'too_large' | 'no_batches' | 'rate_limited' | 'delayed' | 'log_range_refused' | 'batch_broken', number>
 
 export type ChaosSettings = {
   /** Share of HTTP requests answered with one of `faults`. */
@@ -117,6 +123,8 @@ type Exchange = {
 type Reply = { status: number; headers: Record<string, string>; body: string }
 
 const json = { 'content-type': 'application/json' }
+/** What a load balancer in front of a node answers when the node behind it gave up on a request. */
+const BAD_GATEWAY_PAGE = '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n</body>\r\n</html>\r\n'
 const plainText = { 'content-type': 'text/plain' }
 const rpcError = (id: RpcId, code: number, message: string): RpcAnswer => ({ jsonrpc: '2.0', id, error: { code, message } })
 const jsonReply = (body: unknown): Reply => ({ status: 200, headers: json, body: JSON.stringify(body) })
@@ -157,6 +165,9 @@ export async function startRpcProxy(options: RpcProxyOptions): Promise<RpcProxy>
     observe(exchange)
     const refusal = limits.refuse(exchange)
     if (refusal) return send(response, refusal)
+    const broken = limits.breaks(exchange)
+    if (broken === 'reset') return void request.socket.destroy()
+    if (broken === 'html502') return send(response, { status: 502, headers: { 'content-type': 'text/html' }, body: BAD_GATEWAY_PAGE })
     const delayMs = limits.delayMs(exchange)
     if (delayMs > 0) {
       await sleep(delayMs)
@@ -172,7 +183,7 @@ export async function startRpcProxy(options: RpcProxyOptions): Promise<RpcProxy>
     reply = rewritten(exchange, reply)
     reply = limits.capResponse(exchange, reply)
     if (shaken) reply = shaken.reshape(exchange, reply)
-    if (chosen === 'truncated') reply = truncated(reply)
+    if (chosen === 'truncated' || broken === 'truncated') reply = truncated(reply)
     send(response, reply)
   }
 
@@ -333,7 +344,7 @@ function nodeAt(target: string) {
 function limitedNode(initial: RpcLimits) {
   let limits = initial
   let window = { startedAt: 0, requests: 0 }
-  const counts: LimitCounts = { batch_refused: 0, too_large: 0, no_batches: 0, rate_limited: 0, delayed: 0, log_range_refused: 0 }
+  const counts: LimitCounts = { batch_refused: 0, too_large: 0, no_batches: 0, rate_limited: 0, delayed: 0, log_range_refused: 0, batch_broken: 0 }
 
   /** A fixed window: the first `requests` of each `windowMs` pass. */
   function overRate({ requests, windowMs }: NonNullable<RpcLimits['rateLimit']>): boolean {
@@ -364,6 +375,13 @@ function limitedNode(initial: RpcLimits) {
         return batchRefusal(limits.batchLimit, calls)
       }
       return undefined
+    },
+
+    /** How a batch too long for batchBreaks fails, if it does. */
+    breaks({ calls, batch }: Exchange): BatchBreak | undefined {
+      if (!batch || !limits.batchBreaks || calls.length <= limits.batchBreaks.over) return undefined
+      counts.batch_broken++
+      return limits.batchBreaks.shape
     },
 
     /** How long a slow node takes: msPerCall for each call of the request. */
