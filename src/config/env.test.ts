@@ -81,7 +81,7 @@ describe('loadConfig', () => {
   })
 
   it('names the bad entry of CHAINS[].rpcUrls, and an empty list', () => {
-    expect(() => loadConfig({ CHAINS: '[{"chainId":1,"rpcUrls":["http://a","ftp://b"]}]' })).toThrow(/CHAINS\[0\.rpcUrls\.1\]: must be an http\(s\) or ws\(s\) URL/)
-    expect(() => loadConfig({ CHAINS: '[{"chainId":1,"rpcUrls":[]}]' })).toThrow(/CHAINS\[0\.rpcUrls\]: must list at least one URL/)
+    expect(() => loadConfig({ CHAINS: '[{"chainId":1,"rpcUrls":["http://a","ftp://b"]}]' })).toThrow(/CHAINS\[0\]\.rpcUrls\[1\]: must be an http\(s\) or ws\(s\) URL/)
+    expect(() => loadConfig({ CHAINS: '[{"chainId":1,"rpcUrls":[]}]' })).toThrow(/CHAINS\[0\]\.rpcUrls: must list at least one URL/)
   })
 })
