@@ -12,7 +12,7 @@ import { createCodeResolver } from '../pipeline/resolve.js'
 import { createRangeWorker, type RangeWorker, type WorkerChain } from '../pipeline/worker.js'
 import { createRedis, type Redis } from '../redis/client.js'
 import { createRegistry } from '../registry/register.js'
-import { publishEndpointStates, PUBLISH_EVERY_MS } from '../indexer-status/endpoints.js'
+import { publishEndpointStates, PUBLISH_EVERY_MS, readEndpointStates } from '../indexer-status/endpoints.js'
 import { createRpc, type Rpc } from '../rpc/client.js'
 import { redactRpcUrl } from '../rpc/endpoint-redact.js'
 import { errorCode, StartupError } from './startup.js'
@@ -151,6 +151,11 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
         maxPendingRanges: config.MAX_PENDING_RANGES,
         logger,
         metrics,
+        // the workers may be other processes: what they published, else this process's own view
+        endpoints: async () => {
+          const published = (await readEndpointStates(queueConnection, config.QUEUE_PREFIX, [chain.chainId])).get(chain.chainId) ?? []
+          return published.length > 0 ? published : rpcFor(chain).endpointStates()
+        },
       })
       follower.start()
       followers.push(follower)

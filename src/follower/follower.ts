@@ -7,7 +7,7 @@ import type { Rpc } from '../rpc/client.js'
 import { createRangeCutter } from './cut-ranges.js'
 import { createTicker, targetOf, trackHead, watchNewHeads } from './head.js'
 import { assertLockHeld, tryAcquireChainLock, type ChainLock } from './lock.js'
-import { createProgressReporter } from './progress.js'
+import { createProgressReporter, type EndpointPoint } from './progress.js'
 import { prune } from './prune.js'
 import { createReconciler } from './reconcile.js'
 import { sweep } from './sweep.js'
@@ -34,6 +34,8 @@ export type FollowerOptions = {
   maxPendingRanges: number
   logger: Logger
   metrics?: IndexerMetrics
+  /** The chain's endpoints as the fetching processes see them, for the progress line. */
+  endpoints?: () => Promise<readonly EndpointPoint[]>
 }
 
 /**
@@ -55,7 +57,7 @@ export function createFollower(options: FollowerOptions) {
   let unwatch: (() => void) | undefined
 
   const ticker = createTicker(chain.pollIntervalMs)
-  const progress = createProgressReporter({ chainId, startBlock: chain.startBlock, logger, metrics, liveWindow: Math.max(2, options.rangeSize) })
+  const progress = createProgressReporter({ chainId, startBlock: chain.startBlock, logger, metrics, liveWindow: Math.max(2, options.rangeSize), ...(options.endpoints && { endpoints: options.endpoints }) })
   const reconcile = createReconciler({ chainId, floor: chain.startBlock - 1, confirmations: chain.confirmations, rpc, logger, metrics })
   const cutRanges = createRangeCutter({ chainId, startBlock: chain.startBlock, rangeSize: options.rangeSize, maxPendingRanges: options.maxPendingRanges, rpc, queue, metrics })
   const sweepQueue = (lock: ChainLock) => sweep(lock.sql, queue, chainId, options.maxPendingRanges * 2)

@@ -19,7 +19,7 @@ const T0 = Date.parse('2026-11-20T12:00:00Z')
 const at = (seconds: number) => new Date(T0 + seconds * 1000).toISOString()
 
 describe('backfill progress', () => {
-  it('logs every 10 s with rates, blocks left and ETA, then one caught-up line with totals; the same as gauges', async () => {
+  it('logs every 10 s with rates, blocks left, ETA and each endpoint’s operating point, then one caught-up line with totals; the same as gauges', async () => {
     const sql = database.db.$client
     // ten ranges of ten blocks, 0-99, each with 20 transactions and 3 attribution rows once done
     for (let from = 0; from < 100; from += 10) {
@@ -35,6 +35,8 @@ describe('backfill progress', () => {
       logger: createLogger({ level: 'info', destination: sink }),
       metrics: createIndexerMetrics(registry),
       liveWindow: 5,
+      // what the fetching processes published: the line says where the transport runs and what it delivers
+      endpoints: async () => [{ url: 'https://rpc.example/***', state: 'healthy', itemsPerSecond: 812.4, concurrency: 4, blockBatchSize: 10 }],
     })
     const reserved = await sql.reserve()
     // only Date is faked: the driver's own timers keep running
@@ -62,7 +64,8 @@ describe('backfill progress', () => {
     }
     expect(lines.map(({ msg, level, time, pid, ...fields }) => ({ msg, ...fields }))).toEqual([
       { msg: 'backfilling', indexed_through: -1, target: 99, blocks_remaining: 100 },
-      { msg: 'backfilling', indexed_through: 49, target: 99, blocks_per_s: 5, tx_per_s: 10, attributions_per_s: 1.5, blocks_remaining: 50, eta_s: 10 },
+      { msg: 'backfilling', indexed_through: 49, target: 99, blocks_per_s: 5, tx_per_s: 10, attributions_per_s: 1.5, blocks_remaining: 50, eta_s: 10,
+        rpc: [{ url: 'https://rpc.example/***', state: 'healthy', batch: 10, in_flight: 4, items_per_s: 812 }] },
       { msg: 'caught up with the head', indexed_through: 99, target: 99, blocks: 100, transactions: 200, attributions: 30, seconds: 16, blocks_per_s: 6.3, tx_per_s: 12.5 },
     ])
   })

@@ -5,12 +5,26 @@ import { doneSince, indexedThrough } from '../store/ranges.js'
 
 const REPORT_INTERVAL_MS = 10_000
 
+/** Where a chain's RPC endpoint runs, as the fetching processes last published it (rpc/endpoint-pool.ts EndpointState fits). */
+export type EndpointPoint = { url: string; state: string; itemsPerSecond: number | null; concurrency: number | null; blockBatchSize: number | null }
+
+/** The progress line's `rpc` field: per endpoint, its health, the transport's operating point and the items it delivers per busy second. */
+const rpcField = (endpoints: readonly EndpointPoint[]) =>
+  endpoints.map((endpoint) => ({
+    url: endpoint.url,
+    state: endpoint.state,
+    batch: endpoint.blockBatchSize,
+    in_flight: endpoint.concurrency,
+    items_per_s: endpoint.itemsPerSecond === null ? null : Math.round(endpoint.itemsPerSecond),
+  }))
+
 const perSecond = (count: number, seconds: number) => (seconds > 0 ? Number((count / seconds).toFixed(1)) : 0)
 
 /**
  * Backfill progress: while the index is more than `liveWindow` blocks behind
  * its target, one line every 10 s with blocks/s, transactions/s and
  * attributions/s over those 10 s, blocks left and an ETA (also as gauges);
+ * with each RPC endpoint's operating point and throughput (`rpc`);
  * once within the window, one "caught up with the head" line with the
  * backfill's totals. Quiet while following the head.
  */
@@ -20,11 +34,14 @@ export function createProgressReporter({
   logger,
   metrics,
   liveWindow,
+  endpoints = async () => [],
 }: {
   chainId: number
   startBlock: number
   logger: Logger
   metrics?: IndexerMetrics
+  /** The chain's endpoints where the fetching happens (the workers may be other processes); a failed read leaves the field out. */
+  endpoints?: () => Promise<readonly EndpointPoint[]>
   /** Within this many blocks of the target the follower is following the head, not backfilling. */
   liveWindow: number
 }) {
@@ -78,6 +95,7 @@ export function createProgressReporter({
     }
     const etaSeconds = rates.blocksPerSecond > 0 ? Math.round(remaining / rates.blocksPerSecond) : undefined
     metrics?.backfill(chainId, { ...rates, blocksRemaining: remaining, etaSeconds })
+    const rpc = await endpoints().then(rpcField, () => undefined)
     logger.info(
       {
         indexed_through: through,
@@ -87,6 +105,7 @@ export function createProgressReporter({
         attributions_per_s: rates.attributionsPerSecond,
         blocks_remaining: remaining,
         eta_s: etaSeconds ?? null,
+        ...(rpc && rpc.length > 0 && { rpc }),
       },
       'backfilling',
     )
