@@ -1,3 +1,4 @@
+import { getAddress } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readCodeStats } from '../../src/analytics/code-stats.js'
 import { readLeaderboard } from '../../src/analytics/leaderboard.js'
@@ -93,11 +94,17 @@ async function truthOf(window: (typeof WINDOWS)[number], chainId: number | undef
   return {
     leaderboard: rows
       .filter((row) => row.transactions + row.userOperations > 0)
-      .map((row) => ({ ...row, total: row.transactions + row.userOperations, previousTotal: previous ? (previousOf.get(`${row.code} ${row.registry}`) ?? 0) : null }))
+      .map((row) => ({ ...row, registry: eip55Registry(row.registry), total: row.transactions + row.userOperations, previousTotal: previous ? (previousOf.get(`${row.code} ${row.registry}`) ?? 0) : null }))
       .sort(byKey),
     activeCodes: rows.length,
     uniqueSenders: senders!.count,
   }
+}
+
+/** Answers spell a custom registry's address EIP-55; the SQL truth reads it lowercase. */
+const eip55Registry = (registry: string) => {
+  const [chainId, address] = registry.split(':')
+  return address === undefined ? registry : `${chainId}:${getAddress(address)}`
 }
 
 const byKey = (a: { code: string; registry: string }, b: { code: string; registry: string }) =>
