@@ -22,9 +22,9 @@ type Stored<T extends { $inferInsert: object }> = Exclude<keyof Insert<T>, 'id'>
 
 /**
  * A column: what it stores for a row, and whether the aggregates read it.
- * `element`, when given, is the same value already as array-literal text,
- * for a column whose value costs an allocation per row to build and again
- * to print (a Date): the commit builds every column of every row, so this
+ * `element`, when given, is the same value as the text its column type
+ * reads (quoted like any string in the literal), for a column whose value
+ * costs an allocation per row to build and again to print (a Date): the commit builds every column of every row, so this
  * is the hot loop of the committing process (attribution-columns.test.ts
  * checks that both spell the same value).
  */
@@ -194,7 +194,8 @@ function unnestInsert<Source>(table: Parameters<typeof getTableColumns>[0], colu
         }
         return (!sqlType.endsWith('[]') && literalFromJson(values)) || `{${values.map(arrayElement).join(',')}}`
       })
-    },  }
+    },
+  }
 }
 
 export const attributionInsert = unnestInsert(attributions, ATTRIBUTION_COLUMNS as Record<string, Column<AttributionRow, unknown>>)
