@@ -2,7 +2,7 @@ import { getTableColumns } from 'drizzle-orm'
 import postgres from 'postgres'
 import { describe, expect, inject, it } from 'vitest'
 import { attributions, attributionSuffixes } from '../db/schema/index.js'
-import { AGGREGATED_COLUMNS, ATTRIBUTION_COLUMNS, attributionInsert, SUFFIX_COLUMNS, suffixInsert } from './attribution-columns.js'
+import { AGGREGATED_COLUMNS, ATTRIBUTION_COLUMNS, attributionInsert, isoOfSeconds, type AttributionRow, SUFFIX_COLUMNS, suffixInsert } from './attribution-columns.js'
 
 /**
  * The column tables against the drizzle schema, at run time (the types
@@ -60,4 +60,40 @@ describe('array literals', () => {
       await sql.end({ timeout: 5 })
     }
   })
+
+  it('a text column read back exactly whether its literal came from JSON or value by value (control characters, lone surrogates, "null")', async () => {
+    // each value alone decides the path for its whole column: plain ones go through JSON.stringify, the others force the quoting loop
+    const texts = ['plain', 'null', 'NULL', '', 'a"b\\c', 'é,}{ 🙂', 'tab\there', 'nl\nx', '\u0001', 'lone\ud800']
+    const sql = postgres(inject('databaseUrl'), { max: 1, onnotice: () => {} })
+    try {
+      for (const text of [...texts, texts]) {
+        const column = Array.isArray(text) ? text : [text, 'other', text]
+        const sources = column.map((code) => ({ ...sampleRow, code }))
+        const literals = attributionInsert.arrays([{ chainId: 8453, sources }])
+        const at = attributionInsert.names.indexOf('code')
+        const [row] = await sql`select ${literals[at]!}::text[] as codes`
+        // a lone surrogate cannot travel as UTF-8 at all: it arrives as U+FFFD, as in any parameter the driver encodes
+        expect(row!.codes).toEqual(column.map((code) => Buffer.from(code, 'utf8').toString('utf8')))
+      }
+    } finally {
+      await sql.end({ timeout: 5 })
+    }
+  })
+
+  it('the block time’s cheap element spells what its value does', () => {
+    for (const seconds of [0, 1_760_000_002, 1_760_000_002, 1_760_000_004, 4_102_444_800]) {
+      const row = { ...sampleRow, record: { ...sampleRow.record, blockTimestamp: seconds } }
+      expect(ATTRIBUTION_COLUMNS.blockTimestamp.element!(row, 1)).toBe(ATTRIBUTION_COLUMNS.blockTimestamp.value(row, 1).toISOString())
+      expect(isoOfSeconds(seconds)).toBe(new Date(seconds * 1000).toISOString())
+    }
+  })
 })
+
+const sampleRow = {
+  code: 'x',
+  resolution: { status: 'unregistered', wallet: null, registry: null },
+  record: {
+    kind: 'transaction', txHash: '0x01', txIndex: 0, blockNumber: 1, blockHash: '0x02', blockTimestamp: 1_760_000_000, userOpIndex: -1,
+    sender: '0x03', target: '0x04', status: 'success', attribution: { codes: ['x'], suffix: '0x05', suffixBytes: 1, schemaId: 0, suffixGas: 16 },
+  },
+} as unknown as AttributionRow

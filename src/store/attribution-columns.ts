@@ -20,15 +20,30 @@ export type AttributionRow = { record: AttributionRecord; code: string; resoluti
 type Insert<T extends { $inferInsert: object }> = T['$inferInsert']
 type Stored<T extends { $inferInsert: object }> = Exclude<keyof Insert<T>, 'id'>
 
-/** A column: what it stores for a row, and whether the aggregates read it. */
-type Column<Source, Value> = { value: (source: Source, chainId: number) => Value; aggregated?: true }
+/**
+ * A column: what it stores for a row, and whether the aggregates read it.
+ * `element`, when given, is the same value as the text its column type
+ * reads (quoted like any string in the literal), for a column whose value
+ * costs an allocation per row to build and again to print (a Date): the commit builds every column of every row, so this
+ * is the hot loop of the committing process (attribution-columns.test.ts
+ * checks that both spell the same value).
+ */
+type Column<Source, Value> = {
+  value: (source: Source, chainId: number) => Value
+  element?: (source: Source, chainId: number) => string
+  aggregated?: true
+}
 type ColumnTable<T extends { $inferInsert: object }, Source> = { [K in Stored<T>]-?: Column<Source, Insert<T>[K]> }
 
 export const ATTRIBUTION_COLUMNS: ColumnTable<typeof attributions, AttributionRow> = {
   chainId: { value: (_, chainId) => chainId, aggregated: true },
   blockNumber: { value: ({ record }) => record.blockNumber, aggregated: true },
   blockHash: { value: ({ record }) => record.blockHash },
-  blockTimestamp: { value: ({ record }) => new Date(record.blockTimestamp * 1000), aggregated: true },
+  blockTimestamp: {
+    value: ({ record }) => new Date(record.blockTimestamp * 1000),
+    element: ({ record }) => isoOfSeconds(record.blockTimestamp),
+    aggregated: true,
+  },
   txHash: { value: ({ record }) => record.txHash, aggregated: true },
   txIndex: { value: ({ record }) => record.txIndex },
   kind: { value: ({ record }) => record.kind, aggregated: true },
@@ -55,6 +70,21 @@ export const SUFFIX_COLUMNS: ColumnTable<typeof attributionSuffixes, Attribution
   codes: { value: (record) => record.attribution.codes },
   suffix: { value: (record) => record.attribution.suffix },
   suffixBytes: { value: (record) => record.attribution.suffixBytes },
+}
+
+/**
+ * A block time (unix seconds) as ISO text, remembering the last one: a
+ * range's rows come block by block, a block's rows share its time, so on a
+ * dense chain one Date and one string serve a hundred rows.
+ */
+let lastSeconds = Number.NaN
+let lastIso = ''
+export function isoOfSeconds(seconds: number): string {
+  if (seconds !== lastSeconds) {
+    lastIso = new Date(seconds * 1000).toISOString()
+    lastSeconds = seconds
+  }
+  return lastIso
 }
 
 type AnyColumns = Record<string, Column<never, unknown>>
@@ -85,10 +115,28 @@ export type UnnestInsert<Source> = {
 /** Text PostgreSQL's array input reads as itself, unquoted: numbers, hex, ISO times, plain words (never `NULL`). */
 const PLAIN_ELEMENT = /^[0-9A-Za-z_.:+-]+$/
 
+const isPlain = (text: string) => PLAIN_ELEMENT.test(text) && (text.length !== 4 || text.toLowerCase() !== 'null')
+
 /** One element of an array literal, quoted and escaped unless plain. */
 function quoted(text: string): string {
-  if (PLAIN_ELEMENT.test(text) && (text.length !== 4 || text.toLowerCase() !== 'null')) return text
+  if (isPlain(text)) return text
   return `"${text.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`
+}
+
+/**
+ * A `text[]` value as one quoted element of an outer array literal. When
+ * every item is plain (the usual code list) the inner literal holds only
+ * plain characters, braces and commas, none of which the outer quoting
+ * escapes: it is written in one go instead of quoted twice.
+ */
+function nestedArray(items: readonly unknown[]): string {
+  let inner = ''
+  for (let i = 0; i < items.length; i++) {
+    const text = String(items[i])
+    if (!isPlain(text)) return quoted(`{${items.map((item) => quoted(String(item))).join(',')}}`)
+    inner += i === 0 ? text : `,${text}`
+  }
+  return `"{${inner}}"`
 }
 
 /**
@@ -103,8 +151,28 @@ function arrayElement(value: unknown): string {
   if (value === null || value === undefined) return 'NULL'
   if (typeof value === 'number') return String(value)
   if (value instanceof Date) return value.toISOString()
-  if (Array.isArray(value)) return quoted(`{${value.map((item) => quoted(String(item))).join(',')}}`)
+  if (Array.isArray(value)) return nestedArray(value)
   return quoted(String(value))
+}
+
+/** A JSON escape PostgreSQL's array input would not read back as JSON meant it (anything but \" and \\); may match more. */
+const FOREIGN_ESCAPE = /\\[^"\\]/
+
+/**
+ * A column's values as an array literal by way of JSON.stringify, which
+ * runs natively over the whole column instead of one JavaScript call per
+ * value: a JSON array of numbers, strings and nulls is an array literal
+ * once its brackets are braces (strings double-quoted with \" and \\
+ * escaped, as the array input reads them; `null` is NULL, "null" the
+ * text). Undefined when the JSON holds another escape (a control
+ * character, a lone surrogate), which the array input would misread: the
+ * caller then quotes value by value. The values are the column table's:
+ * integers, strings, null; a non-finite number would print as null.
+ */
+function literalFromJson(values: unknown[]): string | undefined {
+  const json = JSON.stringify(values)
+  if (FOREIGN_ESCAPE.test(json)) return undefined
+  return `{${json.slice(1, -1)}}`
 }
 
 function unnestInsert<Source>(table: Parameters<typeof getTableColumns>[0], columns: Record<string, Column<Source, unknown>>): UnnestInsert<Source> {
@@ -116,12 +184,15 @@ function unnestInsert<Source>(table: Parameters<typeof getTableColumns>[0], colu
     selectList: ordered.map((column) => (column.sqlType.endsWith('[]') ? `"${column.name}"::${column.sqlType}` : `"${column.name}"`)).join(', '),
     arrays(groups) {
       const count = groups.reduce((sum, group) => sum + group.sources.length, 0)
-      return ordered.map(({ key }) => {
-        const { value } = columns[key]!
-        const elements = new Array<string>(count)
+      return ordered.map(({ key, sqlType }) => {
+        const { value, element } = columns[key]!
+        const values = new Array<unknown>(count)
         let i = 0
-        for (const { chainId, sources } of groups) for (const source of sources) elements[i++] = arrayElement(value(source, chainId))
-        return `{${elements.join(',')}}`
+        for (const { chainId, sources } of groups) {
+          if (element) for (const source of sources) values[i++] = element(source, chainId)
+          else for (const source of sources) values[i++] = value(source, chainId)
+        }
+        return (!sqlType.endsWith('[]') && literalFromJson(values)) || `{${values.map(arrayElement).join(',')}}`
       })
     },
   }
