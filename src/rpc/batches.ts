@@ -4,6 +4,7 @@ import type { Endpoint, EndpointPool } from './endpoint-pool.js'
 import { createReceiptKnowledge, saysMethodMissing, type ReceiptKnowledge } from './endpoint-receipts.js'
 import { BlockNotFoundError, MismatchedAnswerError, ReceiptNotFoundError, ReceiptsOfAnotherBlockError } from './errors.js'
 import { sameHash, type RawReceipt, type RawTransaction } from './objects.js'
+import { scanBlockReceiptsBatch, type BlockReceiptsExpected } from './receipts-scan.js'
 
 /**
  * The indexer's bulk calls — full blocks and receipts — over the chain's
@@ -142,6 +143,12 @@ export function createBatches(pool: EndpointPool, options: { timeoutMs: number }
   /** The receipts of whole blocks, for the wanted transactions at `positions`. */
   async function blockReceiptsInto(endpoint: Endpoint, wanted: readonly ReceiptWanted[], groups: number[][], results: RawReceipt[]) {
     const blocksAsked = groups.map((positions) => wanted[positions[0]!]!.block)
+    // per block: what its answer must be, and which receipts the scanner keeps (the others are never parsed)
+    const expected: BlockReceiptsExpected[] = groups.map((positions, g) => ({
+      blockHash: blocksAsked[g]!.hash,
+      txCount: blocksAsked[g]!.txCount,
+      hashes: new Set(positions.map((position) => wanted[position]!.hash.toLowerCase())),
+    }))
     const known = knowledgeOf(endpoint)
     const byBlock = await endpoint.transport.callMany({
       method: 'eth_getBlockReceipts',
@@ -149,7 +156,8 @@ export function createBatches(pool: EndpointPool, options: { timeoutMs: number }
       readBatch: (body, positions) => {
         endpoint.meter.bytes(body.length)
         known.blockReceipts(body.length, positions.length, positions.reduce((sum, position) => sum + blocksAsked[position]!.txCount, 0))
-        throw new MeasuredOnly()
+        // ScanFailed: the transport parses the answer and checkedBlockReceipts says what is wrong with it
+        return scanBlockReceiptsBatch(body, positions, positions.map((position) => expected[position]!))
       },
       readResult: (value, position) => checkedBlockReceipts(value, blocksAsked[position]!),
     })
