@@ -141,56 +141,161 @@ function parsePart(cursor: Cursor, start: number, end: number, what: string): un
   }
 }
 
-/** Whether the string at [start, end) is `hash` in any letter case (hex digits and x: OR 0x20 lowercases them). */
-function sameHashBytes(body: Buffer, start: number, end: number, lowercaseHash: string): boolean {
-  if (end - start !== lowercaseHash.length) return false
-  for (let k = 0; k < lowercaseHash.length; k++) if ((body[start + k]! | 0x20) !== lowercaseHash.charCodeAt(k)) return false
+/** A block hash as the scanner compares it: lowercase bytes. */
+function lowercaseBytes(text: string): Uint8Array {
+  return Buffer.from(text.toLowerCase(), 'latin1')
+}
+
+/** Whether the string at [start, end) is `lowercase` in any letter case (hex digits and x: OR 0x20 lowercases them). */
+function sameHashBytes(body: Buffer, start: number, end: number, lowercase: Uint8Array): boolean {
+  if (end - start !== lowercase.length) return false
+  for (let k = 0; k < lowercase.length; k++) if ((body[start + k]! | 0x20) !== lowercase[k]) return false
   return true
 }
 
 /**
- * One receipt object, the cursor on its `{`: parsed when its transaction is
+ * A number from the last 7 characters of a hash, lowercased: most receipts
+ * are not wanted, and this tells so without making a string of their hash
+ * (equal numbers are then compared as strings, exactly).
+ */
+function tailKey(bytes: ArrayLike<number>, end: number): number {
+  let key = 0
+  for (let i = end - 7; i < end; i++) key = key * 128 + ((bytes[i]! | 0x20) & 0x7f)
+  return key
+}
+
+const KEY_OTHER = 0
+const KEY_TRANSACTION_HASH = 1
+const KEY_BLOCK_HASH = 2
+
+function sameBytes(body: Buffer, start: number, length: number, word: Buffer): boolean {
+  if (length !== word.length) return false
+  for (let k = 0; k < length; k++) if (body[start + k] !== word[k]) return false
+  return true
+}
+
+function keyKind(body: Buffer, start: number, length: number): number {
+  if (sameBytes(body, start, length, TRANSACTION_HASH)) return KEY_TRANSACTION_HASH
+  if (sameBytes(body, start, length, BLOCK_HASH)) return KEY_BLOCK_HASH
+  return KEY_OTHER
+}
+
+/** How far a string is searched byte by byte before the native search: keys and hashes are short, blooms and log data long. */
+const SHORT_STRING = 80
+
+/**
+ * Index of the quote closing the string opened at `open`. Most strings of a
+ * receipt are keys and hashes under 70 bytes, where a loop here is cheaper
+ * than a call into the native search; longer ones (blooms, log data) get it.
+ */
+function closingQuote(body: Buffer, open: number): number {
+  const stop = Math.min(body.length, open + SHORT_STRING)
+  for (let i = open + 1; i < stop; i++) if (body[i] === QUOTE) return i
+  const end = body.indexOf(QUOTE, stop)
+  if (end < 0) throw new ScanFailed('unterminated string')
+  return end
+}
+
+/** What scanning one receipt found; one per scan, reused receipt after receipt. */
+type ReceiptFound = { hashStart: number; hashEnd: number; blockHashSeen: boolean }
+
+/**
+ * End (exclusive) of the receipt object starting at `start`, with its own
+ * `transactionHash` and whether its own `blockHash` is the block's, in
+ * `found`. One byte loop, strings passed with a native search: a log's
+ * keys of the same names are one level down and not read.
+ */
+function scanReceiptObject(body: Buffer, start: number, blockHash: Uint8Array, found: ReceiptFound): number {
+  found.hashStart = -1
+  found.blockHashSeen = false
+  let i = start
+  let depth = 0
+  let expectKey = true
+  let key = KEY_OTHER
+  for (;;) {
+    const c = body[i]
+    if (c === QUOTE) {
+      const end = closingQuote(body, i)
+      if (depth === 1 && expectKey) {
+        key = keyKind(body, i + 1, end - i - 1)
+        // JSON.parse keeps the last of a repeated key; the scanner would have to guess which counts
+        if ((key === KEY_TRANSACTION_HASH && found.hashStart >= 0) || (key === KEY_BLOCK_HASH && found.blockHashSeen)) {
+          throw new ScanFailed('a receipt repeats transactionHash or blockHash')
+        }
+      } else if (depth === 1 && key !== KEY_OTHER) {
+        if (key === KEY_TRANSACTION_HASH) {
+          found.hashStart = i + 1
+          found.hashEnd = end
+        } else if (!sameHashBytes(body, i + 1, end, blockHash)) throw new ScanFailed('a receipt of another block')
+        else found.blockHashSeen = true
+        key = KEY_OTHER
+      }
+      i = end + 1
+      continue
+    }
+    if (c === COLON) expectKey = false
+    else if (c === COMMA) {
+      expectKey = true
+      key = KEY_OTHER
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      // a key whose value is not a string (null, an object) is not read: the receipt then lacks it
+      if (depth === 1) key = KEY_OTHER
+      depth++
+      expectKey = c === OPEN_BRACE
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+      depth--
+      if (depth === 0) return i + 1
+    } else if (c === undefined) throw new ScanFailed('the answer ends inside a receipt')
+    else if (depth === 1 && !expectKey && !isWhitespace(c)) key = KEY_OTHER
+    i++
+  }
+}
+
+/** The receipts wanted of one block, looked up by tailKey first. */
+type Wanted = { keys: ReadonlySet<number>; hashes: ReadonlySet<string> }
+
+const wantedCache = new WeakMap<BlockReceiptsExpected, Wanted>()
+
+function wantedOf(expected: BlockReceiptsExpected): Wanted {
+  let wanted = wantedCache.get(expected)
+  if (!wanted) {
+    const keys = new Set<number>()
+    for (const hash of expected.hashes) if (hash.length >= 7) keys.add(tailKey(Buffer.from(hash, 'latin1'), hash.length))
+    wanted = { keys, hashes: expected.hashes }
+    wantedCache.set(expected, wanted)
+  }
+  return wanted
+}
+
+/**
+ * One receipt, the cursor on its `{`: parsed when its transaction is
  * wanted, else only passed over. Its block hash must be the expected one.
  */
-function scanReceipt(cursor: Cursor, expected: BlockReceiptsExpected, blockHash: string, into: Map<string, RawReceipt>) {
+function scanReceipt(cursor: Cursor, wanted: Wanted, blockHash: Uint8Array, found: ReceiptFound, into: Map<string, RawReceipt>) {
+  if (cursor.peek() !== OPEN_BRACE) throw new ScanFailed(`expected a receipt object at byte ${cursor.at}`)
   const start = cursor.at
-  cursor.expect(OPEN_BRACE, 'a receipt object')
-  let transactionHash: string | undefined
-  let blockHashSeen = false
-  if (cursor.peek() !== CLOSE_BRACE) {
-    do {
-      const [keyStart, keyEnd] = cursor.string()
-      cursor.expect(COLON, ':')
-      // only these two values are read; a nested log's keys of the same names are inside skipped values
-      if (cursor.is(keyStart, keyEnd, TRANSACTION_HASH)) {
-        if (transactionHash !== undefined) throw new ScanFailed('a receipt repeats transactionHash')
-        const [s, e] = cursor.string()
-        transactionHash = cursor.text(s, e).toLowerCase()
-      } else if (cursor.is(keyStart, keyEnd, BLOCK_HASH)) {
-        if (blockHashSeen) throw new ScanFailed('a receipt repeats blockHash')
-        const [s, e] = cursor.string()
-        if (!sameHashBytes(cursor.body, s, e, blockHash)) throw new ScanFailed('a receipt of another block')
-        blockHashSeen = true
-      } else cursor.skipValue()
-    } while (cursor.more(CLOSE_BRACE))
-  } else cursor.at++
+  const body = cursor.body
+  cursor.at = scanReceiptObject(body, start, blockHash, found)
   // a receipt that cannot prove its block: the ordinary reading says so
-  if (transactionHash === undefined || !blockHashSeen) throw new ScanFailed('a receipt lacks transactionHash or blockHash')
-  if (expected.hashes.has(transactionHash)) {
-    if (into.has(transactionHash)) throw new ScanFailed('a block lists a transaction twice')
-    into.set(transactionHash, parsePart(cursor, start, cursor.at, 'a wanted receipt') as RawReceipt)
-  }
+  if (found.hashStart < 0 || !found.blockHashSeen) throw new ScanFailed('a receipt lacks transactionHash or blockHash')
+  if (found.hashEnd - found.hashStart < 7 || !wanted.keys.has(tailKey(body, found.hashEnd))) return
+  const transactionHash = cursor.text(found.hashStart, found.hashEnd).toLowerCase()
+  if (!wanted.hashes.has(transactionHash)) return
+  if (into.has(transactionHash)) throw new ScanFailed('a block lists a transaction twice')
+  into.set(transactionHash, parsePart(cursor, start, cursor.at, 'a wanted receipt') as RawReceipt)
 }
 
 /** One call's result, the cursor on it: a list of exactly the block's receipts. */
 function scanResult(cursor: Cursor, expected: BlockReceiptsExpected): Map<string, RawReceipt> {
   const kept = new Map<string, RawReceipt>()
-  const blockHash = expected.blockHash.toLowerCase()
+  const blockHash = lowercaseBytes(expected.blockHash)
+  const wanted = wantedOf(expected)
+  const found: ReceiptFound = { hashStart: -1, hashEnd: -1, blockHashSeen: false }
   cursor.expect(OPEN_BRACKET, 'a list of receipts')
   let count = 0
   if (cursor.peek() !== CLOSE_BRACKET) {
     do {
-      scanReceipt(cursor, expected, blockHash, kept)
+      scanReceipt(cursor, wanted, blockHash, found, kept)
       count++
     } while (cursor.more(CLOSE_BRACKET))
   } else cursor.at++
