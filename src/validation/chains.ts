@@ -1,8 +1,18 @@
-import { createPublicClient, hexToNumber, http, type Address, type PublicClient } from 'viem'
-import { ChainSelectionError, toRpcFailure } from './errors.js'
+import { createPublicClient, fallback, hexToNumber, http, type Address, type PublicClient } from 'viem'
+import { ChainSelectionError, toRpcFailure, worthAnotherEndpoint } from './errors.js'
 
-/** What validation needs to know of a chain. `chainId` may be unknown until the node is asked. */
-export type ChainEndpoint = { chainId: number | undefined; rpcUrl: string; entryPoints: readonly Address[]; explorerUrl?: string | undefined }
+/**
+ * What validation needs to know of a chain. `chainId` may be unknown until
+ * the node is asked. `rpcUrls`, when given, are all the chain's endpoints
+ * (`rpcUrl` is the first), as config/chains.ts writes them.
+ */
+export type ChainEndpoint = {
+  chainId: number | undefined
+  rpcUrl: string
+  rpcUrls?: readonly string[] | undefined
+  entryPoints: readonly Address[]
+  explorerUrl?: string | undefined
+}
 
 export type ValidationChain = {
   chainId: number
@@ -19,6 +29,28 @@ type Slot = { endpoint: ChainEndpoint; client: PublicClient; chain?: ValidationC
 /** Most providers accept 10k-block log queries; smaller limits are learned on the first refusal. */
 const DEFAULT_LOG_RANGE = 10_000
 
+/** Every endpoint of a chain, in the order configured, each once. */
+export function urlsOf(endpoint: Pick<ChainEndpoint, 'rpcUrl' | 'rpcUrls'>): string[] {
+  return [...new Set(endpoint.rpcUrls?.length ? endpoint.rpcUrls : [endpoint.rpcUrl])]
+}
+
+/**
+ * How a lookup reaches the chain: its endpoints in order, each call moving
+ * on to the next only when one is down, failing (5xx) or out of quota (429)
+ * — worthAnotherEndpoint. The node budget is spent per lookup before any
+ * call (node-lookups.ts), so a call that moves on costs no more of it; each
+ * endpoint still gets at most MAX_NODE_CALLS_PER_LOOKUP calls of a lookup.
+ * No retries on any endpoint: a failed call is answered 502/504 and the
+ * client may ask again within its budget; a retry would double what one
+ * lookup may cost a node (viem retries a refused log range, -32005, with
+ * backoff).
+ */
+function transportOf(endpoint: ChainEndpoint, timeoutMs: number) {
+  const transports = urlsOf(endpoint).map((url) => http(url, { timeout: timeoutMs, retryCount: 0 }))
+  if (transports.length === 1) return transports[0]!
+  return fallback(transports, { rank: false, retryCount: 0, shouldThrow: (error) => !worthAnotherEndpoint(error) })
+}
+
 /**
  * The configured chains, with ids read lazily from the node (`eth_chainId`)
  * for those configured without one. A resolved id is kept for the life of
@@ -27,9 +59,7 @@ const DEFAULT_LOG_RANGE = 10_000
 export function createValidationChains(endpoints: readonly ChainEndpoint[], options: ChainOptions) {
   const logRange = options.initialLogRange ?? DEFAULT_LOG_RANGE
   const slots: Slot[] = endpoints.map((endpoint) => {
-    // no retries: a failed call is answered 502/504 and the client may ask again, within its budget; a retry here
-    // would double what one lookup may cost the node (viem retries a refused log range, -32005, with backoff)
-    const client = createPublicClient({ transport: http(endpoint.rpcUrl, { timeout: options.timeoutMs, retryCount: 0 }) })
+    const client = createPublicClient({ transport: transportOf(endpoint, options.timeoutMs) })
     const slot: Slot = { endpoint, client }
     if (endpoint.chainId !== undefined) slot.chain = { chainId: endpoint.chainId, client, entryPoints: endpoint.entryPoints, logRange }
     return slot

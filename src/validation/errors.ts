@@ -1,4 +1,4 @@
-import { BaseError, RpcRequestError, TimeoutError } from 'viem'
+import { BaseError, HttpRequestError, RpcRequestError, TimeoutError } from 'viem'
 
 /** The chain does not know the hash (or the bounded search for it found nothing). */
 export class HashNotFoundError extends Error {
@@ -65,4 +65,25 @@ export function toRpcFailure(error: unknown, chainId: number | undefined): Error
   if (error instanceof RpcTimeoutError || error instanceof RpcUnavailableError) return error
   if (error instanceof TimeoutError || walks(error, TimeoutError)) return new RpcTimeoutError(chainId, error)
   return new RpcUnavailableError(chainId, error)
+}
+
+/**
+ * Whether a failed call is worth asking the chain's next endpoint: the node
+ * could not be reached, or answered 5xx or 429 (out of order or out of
+ * quota, as a node of another provider may not be). A JSON-RPC refusal of
+ * this very call (a log range too large, bad params) is not: another node
+ * would answer alike, and the lookup handles it. Nor is a timeout: the next
+ * endpoint would get a whole RPC_TIMEOUT_MS more, so one lookup could hold
+ * a client and a VALIDATE_RPC_CONCURRENCY slot for N timeouts.
+ */
+export function worthAnotherEndpoint(error: unknown): boolean {
+  if (!(error instanceof BaseError) || walks(error, TimeoutError)) return false
+  const http = error.walk((inner) => inner instanceof HttpRequestError || inner instanceof RpcRequestError) as HttpRequestError | RpcRequestError | null
+  // no HTTP answer at all (refused, reset, DNS): viem's HttpRequestError without a status
+  if (http instanceof HttpRequestError && http.status === undefined) return true
+  const status = http?.status
+  if (status !== undefined) return status === 429 || status >= 500
+  // a rate limit some providers send as a JSON-RPC error in a 200 (Alchemy: 429, QuickNode: -32007)
+  const code = (error.walk((inner) => typeof (inner as { code?: unknown }).code === 'number') as { code?: number } | null)?.code
+  return code === 429 || code === -32007
 }

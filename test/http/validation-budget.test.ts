@@ -209,3 +209,67 @@ describe('lookups in flight (VALIDATE_RPC_CONCURRENCY)', () => {
     }
   })
 })
+
+/**
+ * Issue: validation asked only the first URL of a chain. Now a lookup asks
+ * the chain's endpoints in order, moving on from one that is down, failing
+ * (5xx) or over its quota (429); the budget is still spent once per lookup.
+ */
+describe('a chain of several endpoints (CHAINS[].rpcUrls)', () => {
+  /** An API whose chain lists `rpcUrls`, without VALIDATE_RPC_URL unless given. */
+  function startApiOver(rpcUrls: string[], env: Record<string, string> = {}) {
+    return apis.start({
+      CHAINS: JSON.stringify([{ chainId: chain.chainId, rpcUrls, entryPoints: chain.config.entryPoints }]),
+      VALIDATE_CACHE_MS: '0',
+      VALIDATE_RATE_LIMIT_MAX: '1000',
+      VALIDATE_RPC_MAX: '1000',
+      ...env,
+    })
+  }
+
+  it('asks the next endpoint when the first is dead, and the budget still counts lookups, not endpoints tried', async () => {
+    const api = await startApiOver([INDEXER_RPC_URL, proxy.url], { VALIDATE_RATE_LIMIT_MAX: '3', VALIDATE_RATE_LIMIT_WINDOW_MS: '600000' })
+    const before = nodeCalls()
+    const found = await validate(api, '192.0.2.40', attributedTx)
+    expect(found.status).toBe(200)
+    expect(found.body).toMatchObject({ attributed: true, source: 'rpc', transactionHash: attributedTx })
+    const statuses = []
+    for (let i = 0; i < 3; i++) statuses.push((await validate(api, '192.0.2.40', unknownHash())).status)
+    // 3 lookups admitted (the found one and two misses), each a transaction and a receipt at the live endpoint
+    expect(statuses).toEqual([404, 404, 429])
+    expect(nodeCalls() - before).toBe(6)
+  })
+
+  it('moves on from an endpoint answering 503 or 429, and answers 502 naming no URL when every endpoint fails', async () => {
+    const failing = await startRpcProxy({ target: chain.rpcUrl, fault: () => '503' })
+    const limited = await startRpcProxy({ target: chain.rpcUrl, fault: () => '429' })
+    try {
+      const api = await startApiOver([failing.url, limited.url, proxy.url])
+      const before = nodeCalls()
+      expect((await validate(api, '192.0.2.41', attributedTx)).status).toBe(200)
+      expect(failing.counts['503']).toBe(2)
+      expect(limited.counts['429']).toBe(2)
+      expect(nodeCalls() - before).toBe(2)
+
+      const allDown = await startApiOver([failing.url, INDEXER_RPC_URL])
+      const response = await validate(allDown, '192.0.2.42', attributedTx)
+      expect(response.status).toBe(502)
+      expect(JSON.stringify(response.body)).not.toContain(failing.url)
+    } finally {
+      await failing.close()
+      await limited.close()
+    }
+  })
+
+  it('asks VALIDATE_RPC_URL alone when it is set, never the indexer’s endpoints after it', async () => {
+    const indexers = await startRpcProxy({ target: chain.rpcUrl })
+    try {
+      const api = await startApiOver([indexers.url, proxy.url], { VALIDATE_RPC_URL: INDEXER_RPC_URL })
+      const response = await validate(api, '192.0.2.43', attributedTx)
+      expect(response.status).toBe(502)
+      expect(Object.values(indexers.methodCalls).reduce((sum, count) => sum + count, 0)).toBe(0)
+    } finally {
+      await indexers.close()
+    }
+  })
+})
