@@ -301,12 +301,13 @@ describe('dependency failures', () => {
 
   it('503 from send when the delivery queue’s Redis hangs, with nothing recorded', async () => {
     const proxy = await startRedisProxy(env.redis.url)
-    const deliveryQueue = createDeliveryQueue({ redisUrl: proxy.url, prefix: env.redis.prefix, enqueueTimeoutMs: 500 })
+    const deliveryQueue = createDeliveryQueue({ redisUrl: proxy.url, prefix: env.redis.prefix, enqueueTimeoutMs: 2_000 })
     const broken = await env.startApi({}, { deliveryQueue })
     try {
       const wallet = randomWallet()
       expect((await platformClient(api).pin(appA, wallet, true, true)).status).toBe(200)
-      // the queue's connection is up: the first send goes through
+      // the queue's connection is up (checked first, so a slow connect on a loaded machine is not the hang): the first send goes through
+      await deliveryQueue.assertReachable()
       const first = await appClient(broken, keyA).send({ app_url: appA, wallet_addresses: [wallet], title: 'Before', message: 'hang' })
       expect(first.status).toBe(200)
       proxy.freeze()
