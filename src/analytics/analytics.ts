@@ -7,6 +7,7 @@ import { readLeaderboard, type Leaderboard, type LeaderboardQuery } from './lead
 import { readSummary, type SummaryWindow } from './summary.js'
 import { createReadCache, type ReadCache } from './read-cache.js'
 import { resolveDayWindow } from './window.js'
+import { createRollingWindows, type RollingWindows } from '../store/rolling-windows.js'
 
 export type CodeAnalytics = CodeStats & { code: string; registry?: string; registered: boolean; from: string; to: string }
 
@@ -23,11 +24,14 @@ export function createAnalytics({
   db,
   registry,
   explorerOf,
+  windows = createRollingWindows(db.$client),
   cache = createReadCache({ ttlMs: 0 }),
 }: {
   db: Database
   registry: Pick<Registry, 'findByCode'>
   explorerOf: ExplorerLookup
+  /** The rolling windows the reads move first (the server's, which it also keeps moved in the background). */
+  windows?: RollingWindows
   /** Remembers window-wide answers until the next commit; off (ttl 0) unless given. */
   cache?: ReadCache
 }) {
@@ -43,7 +47,7 @@ export function createAnalytics({
     const window = resolveDayWindow(query, query.now)
     return cached('code', { code, ...query, ...window }, async () => {
       const [stats, registered] = await Promise.all([
-        readCodeStats(db, { code, window, chainId: query.chainId, registry: query.registry, now: query.now }),
+        readCodeStats(db, windows, { code, window, chainId: query.chainId, registry: query.registry, now: query.now }),
         registry.findByCode(code),
       ])
       return { code, ...registryEcho(query.registry), registered: registered !== undefined, ...stats, from: window.from, to: window.to }
@@ -54,8 +58,8 @@ export function createAnalytics({
     return { code, ...registryEcho(query.registry), window: query.window, ...(await readCodeHourly(db.$client, { code, ...query })) }
   }
 
-  const leaderboard = (query: LeaderboardQuery): Promise<Leaderboard> => cached('leaderboard', query, () => readLeaderboard(db.$client, query))
-  const summary = (query: { window: SummaryWindow; chainId?: number; now?: Date }) => cached('summary', query, () => readSummary(db.$client, query))
+  const leaderboard = (query: LeaderboardQuery): Promise<Leaderboard> => cached('leaderboard', query, () => readLeaderboard(windows, query))
+  const summary = (query: { window: SummaryWindow; chainId?: number; now?: Date }) => cached('summary', query, () => readSummary(windows, query))
   const attributions = (query: AttributionListQuery) => listCodeAttributions(db.$client, query, explorerOf)
 
   return { codeAnalytics, codeHourly, leaderboard, summary, attributions }

@@ -2,6 +2,7 @@ import type { Database, Sql } from '../db/client.js'
 import { dayOf, firstDayOf, firstHourOf24h, HOUR_MS } from '../store/buckets.js'
 import { codeDailyRows, codeHourlySums, codeSenderCounts, type CodeDailyRow } from '../store/code-totals.js'
 import { daysOf, DEFAULT_WINDOW_DAYS, type DayWindow } from './window.js'
+import type { RollingWindows } from '../store/rolling-windows.js'
 
 /** Successful transactions and UserOperations, their sum, the failed ones of both kinds, and suffix gas. */
 export type Totals = { transactions: number; userOperations: number; total: number; reverted: number; suffixGas: number }
@@ -30,13 +31,14 @@ function addRow(totals: Totals, row: CodeDailyRow) {
  */
 export async function readCodeStats(
   db: Database,
+  windows: RollingWindows,
   query: { code: string; window: DayWindow; chainId?: number; registry?: string; now?: Date },
 ): Promise<CodeStats> {
   const now = query.now ?? new Date()
   const scope = { code: query.code, chainId: query.chainId, registry: query.registry, from: query.window.from, to: query.window.to }
   // the code view's default window (the last 30 days) is kept ready as a rolling window
   const rolling30d = query.window.to === dayOf(now) && query.window.days === DEFAULT_WINDOW_DAYS
-  const senders = codeSenderCounts(db.$client, { ...scope, rolling30d, now })
+  const senders = codeSenderCounts(windows, { ...scope, rolling30d, now })
   // awaited below; marked handled now so a failing totals query (Postgres down) cannot leave it an unhandled rejection that ends the process
   senders.catch(() => {})
   const rows = await codeDailyRows(db, scope)

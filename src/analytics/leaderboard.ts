@@ -1,6 +1,6 @@
 import { eip55, registryLabel } from '../contract/schemas.js'
 import { isValidCode } from '../attribution/codes.js'
-import type { Sql } from '../db/client.js'
+import type { RollingWindows } from '../store/rolling-windows.js'
 import { rankedCodes, type RankedCode } from '../store/window-totals.js'
 
 export const LEADERBOARD_WINDOWS = ['24h', '7d', '30d', 'all'] as const
@@ -39,8 +39,8 @@ export type LeaderboardQuery = {
  * from the rolling window totals, kept ready by the store, and the page is
  * the first rows of their rank index (store/window-totals.ts).
  */
-export async function readLeaderboard(sql: Sql, query: LeaderboardQuery): Promise<Leaderboard> {
-  const ranked = await rankedCodes(sql, query)
+export async function readLeaderboard(windows: RollingWindows, query: LeaderboardQuery): Promise<Leaderboard> {
+  const ranked = await rankedCodes(windows, query)
   return {
     window: query.window,
     entries: ranked.map((row, index) => {

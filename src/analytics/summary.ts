@@ -3,6 +3,7 @@ import type { LeaderboardWindow } from './leaderboard.js'
 import { addDays, dayOf, firstDayOf, firstHourOf24h, HOUR_MS } from '../store/buckets.js'
 import { activityByBucket, activityEver, earliestIndexedDay, type ActivitySums } from '../store/chain-totals.js'
 import { windowActivity } from '../store/window-totals.js'
+import type { RollingWindows } from '../store/rolling-windows.js'
 
 export const SUMMARY_WINDOWS = ['24h', '7d', '30d', 'all'] as const
 export type SummaryWindow = (typeof SUMMARY_WINDOWS)[number]
@@ -72,9 +73,10 @@ function emptyBuckets(bounds: Bounds, now: Date): Map<number, SeriesPoint> {
  * everything indexed, its series the last 366 days at most.
  */
 export async function readSummary(
-  sql: Sql,
+  windows: RollingWindows,
   query: { window: SummaryWindow; chainId?: number; now?: Date },
 ): Promise<Summary> {
+  const { sql } = windows
   const now = query.now ?? new Date()
   const { chainId } = query
   const bounds = await boundsOf(sql, query.window, chainId, now)
@@ -82,7 +84,7 @@ export async function readSummary(
     activityByBucket(sql, { granularity: bounds.granularity, since: bounds.start ?? now, chainId }),
     // the totals of `all` include days before the series' first day
     query.window === 'all' ? activityEver(sql, chainId) : Promise.resolve(undefined),
-    windowActivity(sql, { window: query.window, chainId, now }),
+    windowActivity(windows, { window: query.window, chainId, now }),
   ])
 
   const points = emptyBuckets(bounds, now)

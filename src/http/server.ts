@@ -26,7 +26,7 @@ import { createAnalytics } from '../analytics/analytics.js'
 import { analyticsRoutes } from './routes/analytics.js'
 import { createExplorerLookup } from '../analytics/attributions.js'
 import { createReadCache } from '../analytics/read-cache.js'
-import { keepWindowsCurrent } from '../store/rolling-windows.js'
+import { createRollingWindows } from '../store/rolling-windows.js'
 import { indexerStatusRoutes } from './routes/indexer-status.js'
 import { streamRoutes } from './routes/stream.js'
 import { createStreamHub } from '../stream/hub.js'
@@ -164,12 +164,13 @@ export async function createServer(deps: ServerDeps): Promise<Server> {
     // the cache is only sound while commit notifications arrive; without them it still expires by its TTL
     hub.start().catch((error: Error) => deps.logger.warn({ err: error.message }, 'analytics cache: not listening for commits yet'))
   }
-  const windows = keepWindowsCurrent(deps.db.$client, (error) =>
+  const windows = createRollingWindows(deps.db.$client)
+  const keeper = windows.keepCurrent((error) =>
     deps.logger.warn({ err: error.message }, 'analytics: rolling windows not moved yet; reads will try again'),
   )
-  app.addHook('onClose', async () => windows.stop())
+  app.addHook('onClose', async () => keeper.stop())
   await app.register(analyticsRoutes, {
-    analytics: createAnalytics({ db: deps.db, registry, explorerOf: createExplorerLookup(chains), cache: analyticsCache }),
+    analytics: createAnalytics({ db: deps.db, registry, explorerOf: createExplorerLookup(chains), windows, cache: analyticsCache }),
   })
   await app.register(indexerStatusRoutes, {
     db: deps.db,

@@ -1,7 +1,7 @@
 import { and, asc, eq, gte, lte, type SQL } from 'drizzle-orm'
 import type { Database, Sql } from '../db/client.js'
 import { ANY_REGISTRY, codeDailyTotals } from '../db/schema/index.js'
-import { CODE_SENDER_WINDOW, ensureWindowsCurrent, scopeOf } from './rolling-windows.js'
+import { CODE_SENDER_WINDOW, scopeOf, type RollingWindows } from './rolling-windows.js'
 
 /**
  * Reads of one code's aggregates: its daily and hourly totals and its
@@ -48,9 +48,10 @@ export async function codeDailyRows(db: Database, query: CodeScope & { from: str
  * it costs the code's senders per day.
  */
 export async function codeSenderCounts(
-  sql: Sql,
+  windows: RollingWindows,
   query: CodeScope & { from: string; to: string; rolling30d: boolean; now: Date },
 ): Promise<{ perDay: Array<{ day: string; count: number }>; overall: number }> {
+  const { sql } = windows
   const registry = query.registry ?? ANY_REGISTRY
   const chainId = scopeOf(sql, query.chainId)
   const scope = sql`code = ${query.code} and registry = ${registry} and chain_id = ${chainId}`
@@ -59,7 +60,7 @@ export async function codeSenderCounts(
       select day::text as day, senders::int as count from code_daily_sender_counts
       where ${scope} and day between ${query.from} and ${query.to}`,
     query.rolling30d
-      ? ensureWindowsCurrent(sql, query.now).then(
+      ? windows.ensureCurrent(query.now).then(
           () => sql<{ count: number }[]>`
             select coalesce(sum(senders), 0)::int as count from code_sender_window_counts where window_name = ${CODE_SENDER_WINDOW} and ${scope}`,
         )

@@ -84,25 +84,53 @@ const asTimestamp = (ms: number) => (ms === Infinity ? 'infinity' : ms === -Infi
 /** Moves run inside one transaction. */
 type Tx = postgres.TransactionSql
 
-/** Per database client: the bounds this process last saw each window at, so reads between boundaries skip the check. */
-const knownBounds = new WeakMap<Sql, Map<string, string>>()
 const keyOf = (bounds: Bounds) => `${bounds.from}/${bounds.until}`
 
 /**
- * Moves every window to where `now` puts it (forward only: a process whose
- * clock is behind another's reads the windows as the other left them).
- * Cheap when nothing moved since this process last looked.
+ * The rolling windows of one database, as this process moves them. It
+ * remembers the bounds it last saw each window at, so reads between
+ * boundaries skip the check; one per process (the API's server makes it
+ * and hands it to the analytics), never a module-level map.
  */
-export async function ensureWindowsCurrent(sql: Sql, now: Date = new Date()): Promise<void> {
-  let known = knownBounds.get(sql)
-  if (!known) knownBounds.set(sql, (known = new Map()))
-  for (const window of WINDOWS) {
-    const bounds = window.boundsAt(now)
-    if (known.get(window.name) === keyOf(bounds)) continue
-    await moveWindow(sql, window, bounds)
-    known.set(window.name, keyOf(bounds))
+export function createRollingWindows(sql: Sql) {
+  const knownBounds = new Map<string, string>()
+
+  /**
+   * Moves every window to where `now` puts it (forward only: a process whose
+   * clock is behind another's reads the windows as the other left them).
+   * Cheap when nothing moved since this process last looked.
+   */
+  async function ensureCurrent(now: Date = new Date()): Promise<void> {
+    for (const window of WINDOWS) {
+      const bounds = window.boundsAt(now)
+      if (knownBounds.get(window.name) === keyOf(bounds)) continue
+      await moveWindow(sql, window, bounds)
+      knownBounds.set(window.name, keyOf(bounds))
+    }
   }
+
+  /**
+   * Keeps the windows moved in the background (at start, then every
+   * `intervalMs`), so the first read after a bucket boundary — or after an
+   * upgrade, which builds every window once — does not pay for the move.
+   */
+  function keepCurrent(onError: (error: Error) => void, intervalMs = 60_000): { stop(): void } {
+    let running: Promise<void> | undefined
+    const tick = () => {
+      running ??= ensureCurrent()
+        .catch(onError)
+        .finally(() => (running = undefined))
+    }
+    tick()
+    const timer = setInterval(tick, intervalMs)
+    timer.unref()
+    return { stop: () => clearInterval(timer) }
+  }
+
+  return { sql, ensureCurrent, keepCurrent }
 }
+
+export type RollingWindows = ReturnType<typeof createRollingWindows>
 
 /**
  * One window per transaction: a commit waits (on its FOR SHARE lock) only
@@ -230,22 +258,4 @@ async function settle(sql: Tx, window: RollingWindow) {
     from ${sql(refs)} cross join lateral jsonb_each_text(refs) as scope
     where window_name = ${window.name} and scope.value::bigint > 0
     group by ${sql.unsafe(groupOfScope)}`
-}
-
-/**
- * Keeps the windows moved in the background (at start, then every
- * `intervalMs`), so the first read after a bucket boundary — or after an
- * upgrade, which builds every window once — does not pay for the move.
- */
-export function keepWindowsCurrent(sql: Sql, onError: (error: Error) => void, intervalMs = 60_000): { stop(): void } {
-  let running: Promise<void> | undefined
-  const tick = () => {
-    running ??= ensureWindowsCurrent(sql)
-      .catch(onError)
-      .finally(() => (running = undefined))
-  }
-  tick()
-  const timer = setInterval(tick, intervalMs)
-  timer.unref()
-  return { stop: () => clearInterval(timer) }
 }

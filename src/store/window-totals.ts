@@ -1,6 +1,6 @@
 import type { Sql } from '../db/client.js'
 import { CANONICAL_REGISTRY } from '../db/schema/index.js'
-import { codeWindowsOf, ensureWindowsCurrent, scopeOf, senderWindowOf, type CodeWindowName } from './rolling-windows.js'
+import { codeWindowsOf, scopeOf, senderWindowOf, type CodeWindowName, type RollingWindows } from './rolling-windows.js'
 
 /**
  * Reads of the rolling windows (rolling-windows.ts): each window is moved to
@@ -50,8 +50,9 @@ function conditions(sql: Sql, alias: string, windowName: string, query: RankedCo
  * round trip gives the page, the window's grand total, the page's totals in
  * the window before and their wallets.
  */
-export async function rankedCodes(sql: Sql, query: RankedCodesQuery): Promise<RankedCode[]> {
-  await ensureWindowsCurrent(sql, query.now)
+export async function rankedCodes(windows: RollingWindows, query: RankedCodesQuery): Promise<RankedCode[]> {
+  const { sql } = windows
+  await windows.ensureCurrent(query.now)
   const { current, previous } = codeWindowsOf(query.window)
   return sql<RankedCode[]>`
     with page as (
@@ -76,8 +77,9 @@ export async function rankedCodes(sql: Sql, query: RankedCodesQuery): Promise<Ra
  * Distinct (code, registry) pairs with any attributed activity in the
  * window, and exact distinct senders over the window's UTC days.
  */
-export async function windowActivity(sql: Sql, query: WindowQuery): Promise<{ activeCodes: number; uniqueSenders: number }> {
-  await ensureWindowsCurrent(sql, query.now)
+export async function windowActivity(windows: RollingWindows, query: WindowQuery): Promise<{ activeCodes: number; uniqueSenders: number }> {
+  const { sql } = windows
+  await windows.ensureCurrent(query.now)
   const scope = scopeOf(sql, query.chainId)
   const [[codes], [senders]] = await Promise.all([
     sql<{ count: number }[]>`

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import type { Database } from '../../src/db/client.js'
 import { commitRange } from '../../src/store/commit.js'
 import { rollbackAbove } from '../../src/store/rollback.js'
-import { ensureWindowsCurrent } from '../../src/store/rolling-windows.js'
+import { createRollingWindows } from '../../src/store/rolling-windows.js'
 import { request, startTestApi, type TestApi } from '../support/api.js'
 import { cutRange, senderAddress, type TestAttribution } from '../support/ranges.js'
 import { createTestDatabase, type TestDatabase } from '../support/services.js'
@@ -92,8 +92,8 @@ beforeAll(async () => {
   keptFromStart = await createTestDatabase('every_chain_kept')
   await keptFromStart.db.$client`update every_chain_scope set kept = true`
   // windows ready before the commits, so the commits move them
-  await ensureWindowsCurrent(lazy.db.$client)
-  await ensureWindowsCurrent(keptFromStart.db.$client)
+  await createRollingWindows(lazy.db.$client).ensureCurrent()
+  await createRollingWindows(keptFromStart.db.$client).ensureCurrent()
   api = await startTestApi({ db: lazy.db, databaseUrl: lazy.url, redisUrl: inject('redisUrl') })
 }, 60_000)
 

@@ -8,6 +8,7 @@ import { addDays, DAY_MS, dayOf, firstDayOf, firstHourOf24h, HOUR_MS } from '../
 import { rollbackAbove } from '../../src/store/rollback.js'
 import { cutAndCommit, senderAddress, type TestAttribution } from '../support/ranges.js'
 import { createTestDatabase, type TestDatabase } from '../support/services.js'
+import { createRollingWindows, type RollingWindows } from '../../src/store/rolling-windows.js'
 
 /**
  * The rolling windows (leaderboard, active codes, unique senders) against
@@ -26,6 +27,7 @@ const CODES = ['alpha', 'beta', 'gamma', 'delta']
 const T0 = Date.now()
 
 let database: TestDatabase
+let windows: RollingWindows
 const nextBlock = new Map<number, number>(CHAINS.map((chainId) => [chainId, 1]))
 
 /** Deterministic pseudo-random items: codes skewed, a custom namespace, reverts, UserOperations, 9 senders. */
@@ -111,17 +113,16 @@ const byKey = (a: { code: string; registry: string }, b: { code: string; registr
   `${a.code} ${a.registry}` < `${b.code} ${b.registry}` ? -1 : 1
 
 async function expectWindowsExact(now: Date) {
-  const sql = database.db.$client
   for (const window of WINDOWS) {
     for (const chainId of [undefined, ...CHAINS]) {
       const label = `${window}, chain ${chainId ?? 'all'}, now ${now.toISOString()}`
       const truth = await truthOf(window, chainId, now)
-      const board = await readLeaderboard(sql, { window, chainId, limit: 100, includeInvalid: true, now })
+      const board = await readLeaderboard(windows, { window, chainId, limit: 100, includeInvalid: true, now })
       const entries = board.entries
         .map(({ code, registry, transactions, userOperations, reverted, total, previousTotal }) => ({ code, registry, transactions, userOperations, reverted, total, previousTotal }))
         .sort(byKey)
       expect(entries, label).toEqual(truth.leaderboard)
-      const summary = await readSummary(sql, { window, chainId, now })
+      const summary = await readSummary(windows, { window, chainId, now })
       expect({ activeCodes: summary.totals.activeCodes, uniqueSenders: summary.totals.uniqueSenders }, label).toEqual({
         activeCodes: truth.activeCodes,
         uniqueSenders: truth.uniqueSenders,
@@ -134,18 +135,18 @@ async function expectWindowsExact(now: Date) {
 /** A code's distinct senders per day and over its window (the default 30 days, kept rolling, and a custom week), in every scope. */
 async function expectCodeSendersExact(now: Date) {
   const sql = database.db.$client
-  const windows = [resolveDayWindow({}, now), resolveDayWindow({ from: addDays(dayOf(now), -9), to: addDays(dayOf(now), -3) }, now)]
+  const dayWindows = [resolveDayWindow({}, now), resolveDayWindow({ from: addDays(dayOf(now), -9), to: addDays(dayOf(now), -3) }, now)]
   for (const code of CODES) {
     for (const chainId of [undefined, ...CHAINS]) {
       for (const registry of [undefined, 'canonical', CUSTOM_NS]) {
-        for (const window of windows) {
+        for (const window of dayWindows) {
           const filter = sql`code = ${code} and (block_timestamp at time zone 'UTC')::date between ${window.from} and ${window.to}
             and ${chainId === undefined ? sql`true` : sql`chain_id = ${chainId}`}
             and ${registry === undefined ? sql`true` : sql`${sql.unsafe(registryOf)} = ${registry}`}`
           const [overall] = await sql<{ count: number }[]>`select count(distinct sender)::int as count from attributions where ${filter}`
           const perDay = await sql<{ day: string; count: number }[]>`
             select (block_timestamp at time zone 'UTC')::date::text as day, count(distinct sender)::int as count from attributions where ${filter} group by 1`
-          const stats = await readCodeStats(database.db, { code, window, chainId, registry, now })
+          const stats = await readCodeStats(database.db, windows, { code, window, chainId, registry, now })
           const label = `${code}, chain ${chainId ?? 'all'}, registry ${registry ?? 'any'}, ${window.from}…${window.to}, now ${now.toISOString()}`
           expect(stats.uniqueSenders, label).toBe(overall!.count)
           expect(stats.daily.filter((point) => point.uniqueSenders > 0).map(({ day, uniqueSenders }) => ({ day, count: uniqueSenders })), label).toEqual(
@@ -159,6 +160,8 @@ async function expectCodeSendersExact(now: Date) {
 
 beforeAll(async () => {
   database = await createTestDatabase('rolling')
+  // one per process, as the server has: reads between boundaries skip the check
+  windows = createRollingWindows(database.db.$client)
   // history over the 40 days before now, committed before any window is built
   for (const chainId of CHAINS) await commitItems(chainId, itemsBetween(chainId, T0 - 40 * DAY_MS, T0, 60, chainId))
 }, 60_000)

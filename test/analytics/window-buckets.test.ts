@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readLeaderboard } from '../../src/analytics/leaderboard.js'
 import { codeDailyTotals, codeHourlyTotals } from '../../src/db/schema/index.js'
 import { createTestDatabase, type TestDatabase } from '../support/services.js'
+import { createRollingWindows } from '../../src/store/rolling-windows.js'
 
 /**
  * Which totals a rolling window reads must not depend on the time of day.
@@ -28,12 +29,12 @@ afterAll(async () => {
 
 describe('rolling window buckets', () => {
   it('the 24 hours read hourly totals, also when they start at midnight', async () => {
-    const board = await readLeaderboard(database.db.$client, { window: '24h', limit: 10, now: LATE_EVENING })
+    const board = await readLeaderboard(createRollingWindows(database.db.$client), { window: '24h', limit: 10, now: LATE_EVENING })
     expect(board.entries.map(({ code, total }) => ({ code, total }))).toEqual([{ code: 'by_hour', total: 2 }])
   })
 
   it('the 7 days read daily totals', async () => {
-    const board = await readLeaderboard(database.db.$client, { window: '7d', limit: 10, now: LATE_EVENING })
+    const board = await readLeaderboard(createRollingWindows(database.db.$client), { window: '7d', limit: 10, now: LATE_EVENING })
     expect(board.entries.map(({ code, total }) => ({ code, total }))).toEqual([{ code: 'by_day', total: 5 }])
   })
 })
