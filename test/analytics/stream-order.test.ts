@@ -6,6 +6,7 @@ import { latestEventId, type AttributionEvent } from '../../src/store/events.js'
 import { createStreamHub, type StreamHub } from '../../src/stream/hub.js'
 import { cutRange, senderAddress } from '../support/ranges.js'
 import { createTestDatabase, type TestDatabase } from '../support/services.js'
+import { until } from '../support/poll.js'
 
 /**
  * A stream client that disconnects and resumes with Last-Event-ID must end
@@ -74,14 +75,6 @@ async function indexTotals(): Promise<Record<string, number>> {
   return Object.fromEntries(rows.map((row) => [row.code, row.n]))
 }
 
-async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 describe('stream ids follow visibility', () => {
@@ -99,7 +92,7 @@ describe('stream ids follow visibility', () => {
 
       const client = createClient()
       await client.connect(from)
-      await until(() => client.events.length === 1, 'the visible event arrives')
+      await until('the visible event arrives', () => client.events.length === 1, { timeoutMs: 30_000, intervalMs: 10 })
       expect(client.events[0]!.code).toBe('fast')
       client.disconnect()
 
@@ -162,7 +155,7 @@ describe('stream ids follow visibility', () => {
     while (committing) {
       const seen = client.events.length
       const stayFor = random.between(1, 6)
-      await until(() => client.events.length >= seen + stayFor || !committing, 'some events arrive')
+      await until('some events arrive', () => client.events.length >= seen + stayFor || !committing, { timeoutMs: 30_000, intervalMs: 10 })
       client.disconnect()
       await sleep(random.between(0, 30))
       await client.connect(client.lastId())
@@ -170,7 +163,7 @@ describe('stream ids follow visibility', () => {
     }
     await allCommitted
     const latest = await latestEventId(database.db.$client)
-    await until(() => client.lastId() >= latest, 'the client reaches the latest event')
+    await until('the client reaches the latest event', () => client.lastId() >= latest, { timeoutMs: 30_000, intervalMs: 10 })
     client.disconnect()
 
     expect(reconnects).toBeGreaterThan(3)

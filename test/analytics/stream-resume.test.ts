@@ -4,6 +4,7 @@ import { pruneAttributionEvents, type AttributionEvent } from '../../src/store/e
 import { createStreamHub, MAX_REPLAY, type StreamHub } from '../../src/stream/hub.js'
 import { cutAndCommit, senderAddress } from '../support/ranges.js'
 import { createTestDatabase, type TestDatabase } from '../support/services.js'
+import { until } from '../support/poll.js'
 
 /**
  * The stream hub when reading a notice's events fails (a pool connection
@@ -64,14 +65,6 @@ async function commitOne(code: string) {
   })
 }
 
-async function until(condition: () => boolean, what: string) {
-  const deadline = Date.now() + 10_000
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
-
 beforeAll(async () => {
   database = await createTestDatabase('stream_resume')
   hub = createStreamHub({ sql: flakySql(database.db.$client), maxSubscribers: 10, heartbeatMs: 60_000, logger: createLogger({ level: 'silent' }) })
@@ -89,7 +82,7 @@ describe('stream hub, reads of notified events failing', () => {
     const unsubscribe = await hub.subscribe(client.subscriber)
     failingReads = 2
     await commitOne('retry')
-    await until(() => client.events.length === 1, 'the event arrives')
+    await until('the event arrives', () => client.events.length === 1, { timeoutMs: 10_000, intervalMs: 20 })
     expect(client.events.map((event) => [event.type, event.code, event.attributions])).toEqual([['commit', 'retry', 1]])
     expect(client.isClosed()).toBe(false)
     expect(failingReads).toBe(0)
@@ -102,7 +95,7 @@ describe('stream hub, reads of notified events failing', () => {
     const last = await latestEventId()
     failingReads = 100
     await commitOne('resume')
-    await until(() => client.isClosed(), 'the subscriber is closed')
+    await until('the subscriber is closed', () => client.isClosed(), { timeoutMs: 10_000, intervalMs: 20 })
     expect(client.events).toEqual([])
     expect(hub.size()).toBe(0)
     failingReads = 0
@@ -131,7 +124,7 @@ describe('stream hub, history that cannot be replayed whole', () => {
     expect(stale.resets).toEqual([{ reason: 'events after Last-Event-ID were pruned (kept 7 days)', latestId: latest }])
     expect(stale.events).toEqual([])
     await commitOne('live')
-    await until(() => stale.events.length === 1, 'the live event arrives')
+    await until('the live event arrives', () => stale.events.length === 1, { timeoutMs: 10_000, intervalMs: 20 })
     expect(stale.events[0]!.code).toBe('live')
     unsubscribe()
 

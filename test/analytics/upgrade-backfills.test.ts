@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises'
 import postgres from 'postgres'
 import type { Hex } from 'viem'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
@@ -11,6 +10,7 @@ import { commitRange } from '../../src/store/commit.js'
 import { request, startTestApi, type TestApi } from '../support/api.js'
 import { databaseUrlNamed, uniqueName } from '../support/services.js'
 import { insertAttributionRows, migrateThroughBackfills, runBackfills, UPGRADE_CHAINS } from '../support/upgrade.js'
+import { until } from '../support/poll.js'
 
 /**
  * An upgrade of a database that indexed before the aggregate tables: rows
@@ -64,13 +64,10 @@ beforeAll(async () => {
   db = createDatabase({ url, poolSize: 3 })
   api = await startTestApi({ db, databaseUrl: url, redisUrl: inject('redisUrl') })
   // a read moves the windows to now, building them first; the positive signal is every window marked ready
-  const deadline = Date.now() + 60_000
-  for (;;) {
+  await until('the API to build the rolling windows', async () => {
     await get('/v1/analytics/summary?window=all')
-    if ((await sql<{ ready: boolean }[]>`select bool_and(ready) as ready from window_bounds`)[0]!.ready) break
-    if (Date.now() > deadline) throw new Error('the API did not build the rolling windows within 60 s')
-    await sleep(100)
-  }
+    return (await sql<{ ready: boolean }[]>`select bool_and(ready) as ready from window_bounds`)[0]!.ready
+  }, { intervalMs: 100 })
 }, 120_000)
 
 afterAll(async () => {

@@ -5,6 +5,7 @@ import { ATTRIBUTION_EVENTS_CHANNEL, eventsAfter, type EventsNotice } from '../.
 import { request, startTestApi, type TestApi } from '../support/api.js'
 import { cutRange, senderAddress, type TestAttribution } from '../support/ranges.js'
 import { createTestDatabase, type TestDatabase } from '../support/services.js'
+import { until } from '../support/poll.js'
 
 /**
  * Several ranges committed in one statement (what the worker does while it
@@ -105,7 +106,7 @@ describe('commitRanges', () => {
         ['gamma', 1, 1, 1],
       ])
 
-      while (notices.filter((notice) => notice.chainId === 102).length < 4) await new Promise((resolve) => setTimeout(resolve, 20))
+      await until('four notices of chain 102', () => notices.filter((notice) => notice.chainId === 102).length >= 4, { intervalMs: 20 })
       const batchNotices = notices.filter((notice) => notice.chainId === 102)
       expect(batchNotices.map((notice) => notice.fromBlock).sort((a, b) => a - b)).toEqual([1, 11, 21, 31])
       // a notice says that something committed; the events are read by id (their ids are given at commit)

@@ -1,6 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { Registry } from 'prom-client'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { openChain, type Chain } from '../../bench/chain/files.js'
@@ -98,7 +97,7 @@ it('indexes exactly when one of two endpoints is killed mid-backfill and comes b
   const { database, indexer, registry } = await startIndexing('killed', [frontA.url, frontB.url])
   try {
     // mid-backfill: some ranges done, most to come
-    for (let through = -1; through < 12; through = (await indexedThrough(database.db.$client, params.chainId)) ?? -1) await sleep(50)
+    await until('block 12 indexed', async () => ((await indexedThrough(database.db.$client, params.chainId)) ?? -1) >= 12)
     await b.stop()
     const callsWhenKilled = { ...frontB.methodCalls }
     // the pool noticed: a work failed on B and moved to A, or B is routed around (a positive signal, not a fixed wait)
@@ -140,12 +139,18 @@ it('does not take an endpoint that is merely behind for a reorg; shows both endp
     expect(await metricValue(registry, 'indexer_rpc_endpoint_healthy')).toContain(`endpoint="${frontBehind.url}/v2/***"} 1`)
     expect(await registry.metrics()).not.toContain(KEY)
     // what /v1/indexer/status shows: both endpoints, healthy, measured, keys redacted
-    await sleep(PUBLISH_EVERY_MS + 500)
-    const status = await readIndexerStatus(database.db.$client, {
-      chainIds: [params.chainId],
-      stuckAfterAttempts: 5,
-      endpoints: await readEndpointStates(redis.redis, `${redis.prefix}lagging:`, [params.chainId]),
-    })
+    const readStatus = async () =>
+      readIndexerStatus(database.db.$client, {
+        chainIds: [params.chainId],
+        stuckAfterAttempts: 5,
+        endpoints: await readEndpointStates(redis.redis, `${redis.prefix}lagging:`, [params.chainId]),
+      })
+    // published every PUBLISH_EVERY_MS: wait for a view of both endpoints that has measured work on each
+    const status = await until('both endpoints published with work done', async () => {
+      const read = await readStatus()
+      const shown = read.chains[0]?.endpoints ?? []
+      return shown.length === 2 && shown.every((endpoint) => endpoint.items > 0) && read
+    }, { timeoutMs: 4 * PUBLISH_EVERY_MS })
     const endpoints = status.chains[0]!.endpoints!
     expect(endpoints.map((endpoint) => [endpoint.url, endpoint.state])).toEqual([
       [`${frontAhead.url}/v2/***`, 'healthy'],

@@ -6,6 +6,7 @@ import { startTestChain, sendMixedTraffic, type TestChain } from '../support/cha
 import { indexerEnv, malformedFromIndex, malformedFromTruth, rowsFromIndex, rowsFromTruth, startTestIndexer, totalsFromIndex, waitForIndexed } from '../support/indexer.js'
 import { startRpcProxy, type RpcLimits, type RpcProxy } from '../support/rpc-proxy.js'
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from '../support/services.js'
+import { until } from '../support/poll.js'
 
 /**
  * The indexer on its default RPC settings (batches of up to 50 calls, ranges
@@ -76,7 +77,7 @@ describe('batch item limits', () => {
 
   it('follows a limit that tightens mid-run (20, then 5 calls) and indexes exactly', async () => {
     const { proxy } = await indexThrough({ batchLimit: { max: 20, shape: 'erigon' } }, { RANGE_SIZE: '10', WORKER_CONCURRENCY: '1' }, async ({ proxy }) => {
-      while (proxy.batchLengths.length < 4) await new Promise((resolve) => setTimeout(resolve, 20))
+      await until('four batches at the proxy', () => proxy.batchLengths.length >= 4, { intervalMs: 20 })
       proxy.setLimits({ batchLimit: { max: 5, shape: 'besu' } })
     })
     expect(proxy.limitCounts.batch_refused).toBeGreaterThan(0)

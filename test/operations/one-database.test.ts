@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { spawnRole, type RoleProcess } from '../support/processes.js'
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from '../support/services.js'
+import { until } from '../support/poll.js'
 
 /**
  * A start-up that fails must fail before it touches the index: a second
@@ -76,7 +77,7 @@ describe('start-up never harms a running index', () => {
 
   it('the running instance said `ready` once, with its URLs and roles, and logged no request at info', async () => {
     const readyLines = () => first.output().split('\n').filter((line) => line.includes('"msg":"ready"'))
-    while (readyLines().length === 0) await sleep(100)
+    await until('the ready line', () => readyLines().length > 0, { intervalMs: 100 })
     await fetch(`${(JSON.parse(readyLines()[0]!) as { api: string }).api}/analytics/leaderboard`)
     await sleep(200)
     const ready = JSON.parse(readyLines()[0]!) as Record<string, unknown>

@@ -1,5 +1,4 @@
 import { createServer, type AddressInfo } from 'node:net'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRangeQueue } from '../../src/pipeline/queue.js'
 import { createRedis } from '../../src/redis/client.js'
@@ -8,6 +7,7 @@ import { anvilChain, indexerEnv, startTestIndexer } from '../support/indexer.js'
 import { chainsEnv, spawnRole, type RoleProcess } from '../support/processes.js'
 import { startRpcProxy, type RpcProxy } from '../support/rpc-proxy.js'
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from '../support/services.js'
+import { until } from '../support/poll.js'
 
 /**
  * What an operator sees from `attribution start|follower|worker|validate`
@@ -99,10 +99,10 @@ describe('settings', () => {
     const port = await closedPort()
     const role = spawnRole('worker', baseEnv({ METRICS_PORT: String(port) }))
     try {
-      while (!role.output().includes('metrics listening')) {
+      await until('metrics listening', () => {
         if (role.child.exitCode !== null) throw new Error(role.output())
-        await sleep(100)
-      }
+        return role.output().includes('metrics listening')
+      }, { intervalMs: 100 })
       const response = await fetch(`http://127.0.0.1:${port}/metrics`)
       expect(response.status).toBe(200)
       expect(await response.text()).toContain('# TYPE indexer_head_block gauge')
@@ -131,10 +131,10 @@ describe('shutdown', () => {
 
   it('`start` with the devnet: SIGTERM exits 0 within 2 s, no stack, anvil gone', async () => {
     const role = spawnRole('start', baseEnv({ DEVNET: 'true', DEVNET_PORT: '0', QUEUE_PREFIX: `${redis.prefix}dev` }))
-    while (!role.output().includes('devnet traffic summary')) {
+    await until('a devnet traffic summary', () => {
       if (role.child.exitCode !== null) throw new Error(role.output())
-      await sleep(100)
-    }
+      return role.output().includes('devnet traffic summary')
+    }, { intervalMs: 100 })
     const readyLine = role.output().split('\n').find((line) => line.includes('devnet ready'))!
     const rpcUrl = (JSON.parse(readyLine) as { rpc_url: string }).rpc_url
 
@@ -163,10 +163,10 @@ describe('shutdown', () => {
     try {
       const worker = spawnRole('worker', { ...env, CHAINS: chainsEnv([{ ...chain.config, rpcUrl: proxy.url }]) })
       // WORKER_CONCURRENCY 2: four ranges worked on at once
-      while ((await queue.getJobCounts('active')).active! < 4) {
+      await until('four ranges worked on at once', async () => {
         if (worker.child.exitCode !== null) throw new Error(worker.output())
-        await sleep(100)
-      }
+        return (await queue.getJobCounts('active')).active! >= 4
+      }, { intervalMs: 100 })
       await follower.stop()
       const waitingBefore = (await queue.getJobCounts('waiting')).waiting!
       const started = Date.now()
