@@ -148,8 +148,12 @@ async function crashTrial(kind: CrashKind, trial: number): Promise<Comparison> {
     details.killedBeforeDone = (details.indexedThroughAtKill as number) < head
     await until(`backfill through block ${head}`, async () => (await through(database)) >= head, 300_000)
     if (kind === 'follower') {
-      // the survivor (or the restarted one) took the lock over from the killed follower
-      details.takeover = roles.filter((role) => role.name.includes('follower') && role.name !== details.killed && role.logged('follower lock acquired')).map((role) => role.name)
+      // the survivor (or the restarted one) takes the lock over from the killed follower; when the
+      // killed one had already queued every range, the worker can finish the backfill before the
+      // standby's next try for the lock, so wait for the takeover rather than read it at once
+      const takers = () => roles.filter((role) => role.name.includes('follower') && role.name !== details.killed && role.logged('follower lock acquired')).map((role) => role.name)
+      await until('another follower holding the lock', () => takers().length > 0).catch(() => undefined)
+      details.takeover = takers()
     }
     await stopAll(roles)
     const comparison = await compareWithTruth({ db: database.db, chainId: chain.chainId, truth, head, chainTransactions })
