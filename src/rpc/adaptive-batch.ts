@@ -41,11 +41,17 @@ export function createBatchSizer(options: BatchSizerOptions) {
     return Math.max(1, Math.min(ceiling(), largest > 0 ? Math.floor(maxBytes / largest) : Number.POSITIVE_INFINITY))
   }
 
-  /** Calls to put in the next batch of `method`. */
+  /**
+   * Calls to put in the next batch of `method`. The searched size counts the
+   * heaviest calls (full blocks); a lighter method's batch carries as many
+   * bytes, so a range's receipts take a request or two rather than one per
+   * size's worth of calls: on a remote node every request costs a round trip.
+   */
   function sizeFor(method: string): number {
     const perCall = bytesPerCall.get(method)
-    const byBytes = perCall ? Math.floor(maxBytes / perCall) : size
-    return Math.max(1, Math.min(size, byBytes, caps.capFor(method)))
+    if (perCall === undefined) return Math.max(1, Math.min(size, caps.capFor(method)))
+    const budget = Math.min(maxBytes, size * Math.max(...bytesPerCall.values()))
+    return Math.max(1, Math.min(ceiling(), Math.floor(budget / perCall), caps.capFor(method)))
   }
 
   /** Bytes per call seen in an answer (or in the part of it that fit under the node's size limit). */
