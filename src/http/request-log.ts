@@ -15,7 +15,7 @@ export function requestLogLevel(statusCode: number, elapsedMs: number): 'info' |
   return statusCode >= 500 || elapsedMs >= SLOW_REQUEST_MS ? 'info' : 'debug'
 }
 
-/** Replaces Fastify's own request lines (both at info); the server must be created with `disableRequestLogging: true`. */
+/** Replaces Fastify's own request lines (both at info); the server must be created with a LogController that has `disableRequestLogging: true`. */
 export function logRequests(app: FastifyInstance) {
   app.addHook('onRequest', async (request) => {
     request.log.debug({ req: request }, 'incoming request')

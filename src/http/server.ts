@@ -1,6 +1,6 @@
 import fastifySwagger from '@fastify/swagger'
 import fastifySwaggerUi from '@fastify/swagger-ui'
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawServerDefault } from 'fastify'
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type RawServerDefault } from 'fastify'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import {
   jsonSchemaTransform,
@@ -76,7 +76,7 @@ export async function createServer(deps: ServerDeps): Promise<Server> {
   const app: Server = Fastify({
     loggerInstance: deps.logger.child({ component: 'http' }) as FastifyBaseLogger,
     // request lines at debug, server errors and slow answers at info (request-log.ts)
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.BODY_LIMIT,
     trustProxy,
     // a request that never finishes arriving (slow headers, a body declared longer than sent) is answered 408 and closed

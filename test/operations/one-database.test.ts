@@ -86,6 +86,8 @@ describe('start-up never harms a running index', () => {
     expect(String(ready.dashboard)).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/dashboard$/)
     expect(first.output()).not.toContain('"msg":"request completed"')
     expect(first.output()).not.toContain('"msg":"incoming request"')
+    // no library warnings on stderr either (Fastify's FSTDEP023 was printed on every start)
+    expect(first.output()).not.toMatch(/Deprecation|FSTDEP|\(node:\d+\)/)
   }, 60_000)
 
   it('a second devnet instance on the same database exits 78 with one line naming the holder; the first one’s index stays', async () => {
