@@ -267,6 +267,9 @@ export function createTransport(options: TransportOptions) {
     async function recover({ positions, failure }: FailedCalls, chunk: readonly number[]): Promise<void> {
       react(failure, chunk.length)
       const wholeBatch = chunk.length > 1 && positions.length === chunk.length
+      // a node's time per call, not the answer's bytes, can be what a batch is too long for: a light
+      // method's batch (sized by bytes) would time out again at its next size, so its length is learned
+      if (wholeBatch && failure.kind === 'timeout') sizer.broke(key, chunk.length)
       if (wholeBatch && mayBeLength(failure.kind)) return splitAfter(chunk, failure)
       // a limit met by a batch is not the calls' fault: ask again smaller; a single call that fails counts
       if (!(shrinks(failure.kind) && chunk.length > 1)) await countAttempt(positions, failure)
