@@ -8,7 +8,7 @@ import { createBatchCaps } from './batch-caps.js'
  * limit it names (or half the batch) on a batch-limit answer, a byte budget
  * on "response too large", half the batch on a timeout (until the search
  * sets it again), and per method the caps learned from batches that broke
- * without naming a limit (batch-caps.ts). Independently, a batch is bounded
+ * without naming a limit or timed out whole (batch-caps.ts). Independently, a batch is bounded
  * by bytes: the size of earlier answers per method tells how many calls fit
  * in the byte budget, so 1 MB blocks go a few at a time while small ones go
  * by the dozen.
@@ -30,7 +30,7 @@ export function createBatchSizer(options: BatchSizerOptions) {
   let nodeCap = Number.POSITIVE_INFINITY
   let maxBytes = options.maxBytes
   const bytesPerCall = new Map<string, number>()
-  /** Per method, caps learned from batches that broke without naming a limit (batch-caps.ts). */
+  /** Per method, caps learned from batches that broke without naming a limit or timed out whole (batch-caps.ts). */
   const caps = createBatchCaps()
 
   const ceiling = () => Math.min(options.maxSize, nodeCap)

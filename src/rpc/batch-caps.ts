@@ -4,7 +4,8 @@
  * an HTML 502 from a proxy in front of the node. Nothing in such an answer
  * says "too many calls", so the transport finds out by splitting: if the
  * halves go through where the whole did not, batches that long are what
- * the node (or its proxy) cannot serve.
+ * the node (or its proxy) cannot serve. A whole batch that timed out is
+ * counted the same way: on a node slow per call, its length is the cause.
  *
  * One failure is no proof (any request can meet a reset), so a cap is only
  * learned when a second batch at least as long breaks before one that long
