@@ -64,8 +64,9 @@ export type ChaosSettings = {
   /** Answer batches in a shuffled order (ids intact, as JSON-RPC allows). */
   shuffleBatches: boolean
   /**
-   * Share of requests in which two answers of the same method trade results while keeping their
-   * ids: a broken node or proxy answering block N with block M, or one transaction's receipt with another's.
+   * Share of the answers holding two results of one method in which they trade results while keeping
+   * their ids (the first such answer included): a broken node or proxy answering block N with block M,
+   * or one transaction's receipt with another's.
    */
   swapResults: number
 }
@@ -454,6 +455,8 @@ const calm: ChaosSettings = { faultRate: 0, faults: httpFaults, laggingShare: 0,
 function chaoticPool(random: Random, node: Node, counts: ProxyCounts) {
   let settings: ChaosSettings = { ...calm }
   let turn = 0
+  /** Answers seen that two results of one method could be traded in. */
+  let swappable = 0
   return {
     set(next: Partial<ChaosSettings>) {
       settings = { ...settings, ...next }
@@ -474,11 +477,16 @@ function chaoticPool(random: Random, node: Node, counts: ProxyCounts) {
       return Math.max(0, (await node.head()) - (1 + Math.floor(random.next() * settings.maxLag)))
     },
 
-    /** The answers, for a share swapResults with two results traded, a batch's answers shuffled. */
+    /**
+     * The answers, a batch's shuffled, and a share swapResults of those that can take it with two
+     * results traded: the first such answer, then one in every 1/swapResults, rather than at random,
+     * so a short run has some however few batches its client sends.
+     */
     reshape({ calls, batch }: Exchange, reply: Reply): Reply {
       const answered = JSON.parse(reply.body) as RpcAnswer | RpcAnswer[]
       let answers = Array.isArray(answered) ? answered : [answered]
-      const swapped = random.next() < settings.swapResults ? swapTwoResults(calls, answers) : undefined
+      const swappedAnswers = settings.swapResults > 0 ? swapTwoResults(calls, answers) : undefined
+      const swapped = swappedAnswers && swappable++ % Math.max(1, Math.round(1 / settings.swapResults)) === 0 ? swappedAnswers : undefined
       if (swapped) {
         counts.swapped++
         answers = swapped
