@@ -1,8 +1,9 @@
-import { createServer, type AddressInfo } from 'node:net'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { spawnRole, type RoleProcess } from '../support/processes.js'
 import { createTestDatabase, databaseUrlNamed, uniqueName, type TestDatabase } from '../support/services.js'
+// a port nothing listens on: bound, read, closed
+import { freePort as closedPort } from '../../devnet/free-port.js'
 
 /**
  * What `attribution validate` and `attribution admin` tell a person at a
@@ -31,14 +32,6 @@ afterAll(async () => {
 
 const stackLine = /^\s+at\s/m
 const hash = `0x${'ab'.repeat(32)}`
-
-async function closedPort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 async function run(command: string, env: Record<string, string>, args: string[]): Promise<{ code: number | null; output: string }> {
   const role: RoleProcess = spawnRole(command as 'start', { LOG_LEVEL: 'silent', RPC_URL: '', CHAINS: '', ...env }, args)

@@ -1,4 +1,3 @@
-import { createServer, type AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRangeQueue } from '../../src/pipeline/queue.js'
 import { createRedis } from '../../src/redis/client.js'
@@ -8,21 +7,14 @@ import { chainsEnv, spawnRole, type RoleProcess } from '../support/processes.js'
 import { startRpcProxy, type RpcProxy } from '../support/rpc-proxy.js'
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from '../support/services.js'
 import { until } from '../support/poll.js'
+// a port nothing listens on: bound, read, closed
+import { freePort as closedPort } from '../../devnet/free-port.js'
 
 /**
  * What an operator sees from `attribution start|follower|worker|validate`
  * when a dependency is missing, and on SIGTERM: real child processes, real
  * PostgreSQL and Redis.
  */
-
-/** A port nothing listens on: bound, read, closed. */
-async function closedPort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 const stackLine = /^\s+at\s/m
 
