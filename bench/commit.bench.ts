@@ -7,6 +7,7 @@ import type { AttributionRecord } from '../src/attribution/records.js'
 import { closeDatabase, createDatabase } from '../src/db/client.js'
 import { migrateDatabase } from '../src/db/migrate.js'
 import { commitRanges, type AttributionRow, type RangeResult } from '../src/store/commit.js'
+import { createRollingWindows } from '../src/store/rolling-windows.js'
 import { insertRanges, type RangeJob } from '../src/store/ranges.js'
 import { createRandom } from '../devnet/random.js'
 import type { Bench } from './lib/bench.js'
@@ -25,12 +26,32 @@ import { median } from './lib/stats.js'
  * of the PostgreSQL backend(s) serving it, per attribution row.
  *
  * `BENCH_COMMIT_RANGES` / `BENCH_COMMIT_BLOCKS` change the size (default 40
- * ranges of 50 blocks, ~370k rows; quick: 8 of 10).
+ * ranges of 50 blocks, ~370k rows; quick: 8 of 10). For experiments:
+ * - `BENCH_COMMIT_WINDOWS=history` builds the rolling windows first, at
+ *   today's date: the rows (of October 2025) fall in the all-time windows
+ *   only, as in a backfill; `tip` builds them an hour after the rows, which
+ *   then fall in every window, as at the head of a chain. Unset, no window
+ *   is built and the commits move none.
+ * - `BENCH_COMMIT_PARALLEL=3` commits from that many connections at once,
+ *   each taking the next four ranges (PostgreSQL CPU is then that of every
+ *   backend).
  */
 
 const CHAIN_ID = 8453
 const TX_PER_BLOCK = 200
 const BATCH = 4
+/** Unix seconds of the first block. */
+const START = 1_760_000_000
+const PARALLEL = Number(process.env.BENCH_COMMIT_PARALLEL ?? 1)
+const WINDOWS_AT = windowsBuiltAt(process.env.BENCH_COMMIT_WINDOWS)
+
+/** When the rolling windows are built before the commits (BENCH_COMMIT_WINDOWS); undefined: never. */
+function windowsBuiltAt(setting: string | undefined): Date | undefined {
+  if (setting === undefined || setting === '') return undefined
+  if (setting === 'history') return new Date()
+  if (setting === 'tip') return new Date((START + 3600) * 1000)
+  throw new Error(`BENCH_COMMIT_WINDOWS: history or tip, got ${setting}`)
+}
 
 type Dataset = { results: RangeResult[]; rows: number }
 
@@ -52,13 +73,12 @@ export function denseDataset(ranges: number, blocksPerRange: number, seed: numbe
   const code = () => (random.chance(0.6) ? `app_${random.int(20)}` : `tail_${random.int(5000)}`)
   const results: RangeResult[] = []
   let rows = 0
-  const start = 1_760_000_000
   for (let r = 0; r < ranges; r++) {
     const fromBlock = 1 + r * blocksPerRange
     const job: RangeJob = { chainId: CHAIN_ID, fromBlock, toBlock: fromBlock + blocksPerRange - 1, parentHash: hash(fromBlock - 1, 1), toHash: hash(fromBlock + blocksPerRange - 1, 1) }
     const result: RangeResult = { job, blocks: [], txCount: blocksPerRange * TX_PER_BLOCK, rows: [], malformed: [] }
     for (let number = fromBlock; number <= job.toBlock; number++) {
-      const block = { number, hash: hash(number, 1), parentHash: hash(number - 1, 1), timestamp: start + number * 2, txCount: TX_PER_BLOCK }
+      const block = { number, hash: hash(number, 1), parentHash: hash(number - 1, 1), timestamp: START + number * 2, txCount: TX_PER_BLOCK }
       result.blocks.push(block)
       for (let tx = 0; tx < TX_PER_BLOCK / 2; tx++) {
         const codes = [...new Set(random.chance(0.15) ? [code(), code()] : [code()])]
@@ -112,19 +132,25 @@ export const commit: Bench = async ({ quick }) => {
     const database = await createBenchDatabase('bench_commit')
     try {
       await migrateDatabase(database.url)
-      // one connection: its backend is the PostgreSQL side of every commit
-      const db = createDatabase({ url: database.url, poolSize: 1 })
+      // one connection per committer: their backends are the PostgreSQL side of every commit
+      const db = createDatabase({ url: database.url, poolSize: PARALLEL })
       try {
         await insertRanges(db.$client, dataset.results.map((result) => result.job))
+        if (WINDOWS_AT) await createRollingWindows(db.$client).ensureCurrent(WINDOWS_AT)
         await db.$client`select 1`
         collectGarbage()
         const pgBefore = await backendCpu(database.sql, database.name)
         const cpuBefore = process.cpuUsage()
         const started = performance.now()
-        for (let i = 0; i < dataset.results.length; i += BATCH) {
-          const outcomes = await commitRanges(db, dataset.results.slice(i, i + BATCH))
-          if (!outcomes.every((outcome) => outcome.committed)) throw new Error('a range did not commit')
+        let next = 0
+        const committer = async () => {
+          for (let i = next; i < dataset.results.length; i = next) {
+            next += BATCH
+            const outcomes = await commitRanges(db, dataset.results.slice(i, i + BATCH))
+            if (!outcomes.every((outcome) => outcome.committed)) throw new Error('a range did not commit')
+          }
         }
+        await Promise.all(Array.from({ length: PARALLEL }, committer))
         const seconds = (performance.now() - started) / 1000
         const cpu = process.cpuUsage(cpuBefore)
         const pg = (await backendCpu(database.sql, database.name)) - pgBefore
@@ -148,5 +174,5 @@ export const commit: Bench = async ({ quick }) => {
     ['this process (statement building, driver)', figures.daemonUsPerRow.toFixed(1)],
     ['PostgreSQL backend', figures.postgresUsPerRow.toFixed(1)],
   ])
-  return { params: { ranges, blocksPerRange, batch: BATCH, rounds }, figures, targets: [] }
+  return { params: { ranges, blocksPerRange, batch: BATCH, rounds, parallel: PARALLEL, windows: process.env.BENCH_COMMIT_WINDOWS ?? 'none' }, figures, targets: [] }
 }

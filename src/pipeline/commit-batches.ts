@@ -18,6 +18,9 @@ export type CommitBatcherOptions = {
   onSplit?: (ranges: number, error: Error | undefined) => void
 }
 
+/** Commit statements one process runs at once (see createCommitBatcher). */
+const STATEMENTS_IN_FLIGHT = 2
+
 type Waiting = { result: RangeResult; resolve: (outcome: CommitOutcome) => void; reject: (error: Error) => void }
 
 /**
@@ -35,6 +38,16 @@ type Waiting = { result: RangeResult; resolve: (outcome: CommitOutcome) => void;
  * Waiting ranges hold their worker slots, so `maxRanges` stays below the
  * slots that keep the block fetches busy (twice WORKER_CONCURRENCY).
  *
+ * At most STATEMENTS_IN_FLIGHT statements per process: ranges ready while
+ * they run wait and share the next one. Concurrent commit statements of a
+ * dense chain upsert the same aggregate rows (a busy code's totals, its
+ * senders), so they wait on each other's row locks and redo speculative
+ * inserts: three in parallel cost PostgreSQL a quarter more CPU per row
+ * than one after another (bench/commit.bench.ts), on the cores the fetches
+ * need too. Two overlap one statement's own rows with the other's shared
+ * ones: on the dense backfill bench they gave the most transactions a
+ * second for the least CPU of 1, 2 and no bound (BENCHMARKS.md).
+ *
  * A batch that fails, or finds one of its ranges no longer pending, is
  * committed again range by range, so one range's trouble is its own.
  */
@@ -42,6 +55,7 @@ export function createCommitBatcher(options: CommitBatcherOptions) {
   const store = options.store ?? createIndexStore({ db: options.db })
   const waiting: Waiting[] = []
   let committing = 0
+  let statementsInFlight = 0
   let timer: NodeJS.Timeout | undefined
 
   const isFullRange = ({ job }: RangeResult) => job.toBlock - job.fromBlock + 1 >= options.rangeSize
@@ -53,7 +67,8 @@ export function createCommitBatcher(options: CommitBatcherOptions) {
 
   /** Commits what waits now, or lets it wait (at most maxWaitMs from the first). */
   function consider() {
-    if (waiting.length === 0) return
+    // a statement in flight calls again when it ends
+    if (waiting.length === 0 || statementsInFlight >= STATEMENTS_IN_FLIGHT) return
     if (shouldWait()) {
       timer ??= setTimeout(flush, options.maxWaitMs)
       return
@@ -64,7 +79,7 @@ export function createCommitBatcher(options: CommitBatcherOptions) {
   function flush() {
     clearTimeout(timer)
     timer = undefined
-    while (waiting.length > 0) void commitBatch(waiting.splice(0, options.maxRanges))
+    while (waiting.length > 0 && statementsInFlight < STATEMENTS_IN_FLIGHT) void commitBatch(waiting.splice(0, options.maxRanges))
   }
 
   /** One range's own statement: its outcome, or its error, to its caller. */
@@ -73,6 +88,7 @@ export function createCommitBatcher(options: CommitBatcherOptions) {
   /** One statement for the batch; if it fails, or finds a range no longer pending, one statement per range. */
   async function commitBatch(batch: Waiting[]) {
     committing += batch.length
+    statementsInFlight++
     try {
       if (batch.length === 1) return await commitAlone(batch[0]!)
       const outcomes = await store.commitRanges(batch.map((entry) => entry.result)).catch((error: Error) => error)
@@ -84,6 +100,8 @@ export function createCommitBatcher(options: CommitBatcherOptions) {
       for (const entry of batch) await commitAlone(entry)
     } finally {
       committing -= batch.length
+      statementsInFlight--
+      consider()
     }
   }
 

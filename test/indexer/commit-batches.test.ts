@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { createCommitBatcher } from '../../src/pipeline/commit-batches.js'
+import { createIndexStore, type IndexStore } from '../../src/store/index-store.js'
 import { commitRange, commitRanges, type RangeResult } from '../../src/store/commit.js'
 import { ATTRIBUTION_EVENTS_CHANNEL, eventsAfter, type EventsNotice } from '../../src/store/events.js'
 import { request, startTestApi, type TestApi } from '../support/api.js'
@@ -180,6 +181,51 @@ describe('the worker’s commit batcher', () => {
     waiting.rangeLeft()
     expect(await pending).toEqual({ committed: true, inserted: 2 })
     expect(await commitStatements(202)).toBe(2)
+  })
+
+  it('keeps two statements in flight at most: ranges ready meanwhile wait for them and share the next', async () => {
+    const [a, b, c, d] = await cutFour(205)
+    const store = createIndexStore({ db: database.db })
+    let release = () => {}
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const statements: number[] = []
+    let inFlight = 0
+    let mostInFlight = 0
+    const gated: IndexStore = {
+      ...store,
+      async commitRanges(results) {
+        statements.push(results.length)
+        mostInFlight = Math.max(mostInFlight, ++inFlight)
+        try {
+          // the first two statements are held until the others have queued
+          if (statements.length <= 2) await gate
+          return await store.commitRanges(results)
+        } finally {
+          inFlight--
+        }
+      },
+    }
+    let active = 1
+    const commits = createCommitBatcher({ db: database.db, store: gated, maxRanges: 4, maxWaitMs: 600_000, rangeSize: RANGE_SIZE, activeRanges: () => active })
+    // nothing else on its way each time: each of the first two ranges starts its own statement at once
+    const first = commits.commit(a!)
+    active = 2
+    const second = commits.commit(b!)
+    active = 4
+    const rest = Promise.all([c!, d!].map((result) => commits.commit(result)))
+    // the last of them would have started a third statement at once (nothing else on its way)
+    expect(statements).toEqual([1, 1])
+    // the first two ranges have left the worker; their statements have not ended yet
+    active = 2
+    release()
+    expect([await first, await second]).toEqual([
+      { committed: true, inserted: 3 },
+      { committed: true, inserted: 2 },
+    ])
+    expect((await rest).map((outcome) => outcome.inserted)).toEqual([2, 2])
+    expect(statements).toEqual([1, 1, 2])
+    expect(mostInFlight).toBe(2)
+    expect(await commitStatements(205)).toBe(3)
   })
 
   it('commits what waited once the wait bound passes', async () => {
