@@ -109,8 +109,13 @@ const envSchema = z.object({
   RPC_BATCH_SIZE: positiveInt.default(50),
   /** Most bytes per batch answer (estimated from earlier answers), so large blocks go a few at a time. */
   RPC_BATCH_BYTES: positiveInt.default(10 * 1_048_576),
-  /** Requests in flight per node at the start; the throughput search moves it between 1 and RPC_MAX_CONCURRENCY, 429s and timeouts halve it. */
-  RPC_CONCURRENCY: positiveInt.default(4),
+  /**
+   * Requests in flight per node at the start (RPC_MAX_CONCURRENCY unless set); the throughput search moves it
+   * between 1 and RPC_MAX_CONCURRENCY, 429s and timeouts halve it. The search takes off load that adds nothing
+   * within seconds, but a range-at-a-time caller rarely shows it what more would add: started at 4, it stayed
+   * near 4 on a remote node whose best is 8 (BENCHMARKS.md).
+   */
+  RPC_CONCURRENCY: positiveInt.optional(),
   RPC_MAX_CONCURRENCY: positiveInt.default(8),
   /** Attempts per call before the range fails (and records why). */
   RPC_MAX_ATTEMPTS: positiveInt.default(5),
