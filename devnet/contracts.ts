@@ -2,7 +2,7 @@ import { createRequire } from 'node:module'
 import { concat, encodeAbiParameters, getContractAddress, isHex, parseAbi, type Address, type Hex } from 'viem'
 import type { DevnetClient } from './client.js'
 import { entryPointAddresses, entryPointVersions, type EntryPointVersion } from './entry-points.js'
-import { sendDevnetTransaction, type Sender } from './send.js'
+import { sendDevnetTransaction, waitForReceipts, type Sender } from './send.js'
 
 
 /**
@@ -151,9 +151,10 @@ async function deployMissing(client: DevnetClient, deployer: Sender, deployments
       }),
     ),
   )
+  const receipts = await waitForReceipts(client, hashes)
   for (const [index, hash] of hashes.entries()) {
     const deployment = missing[index]!
-    const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 })
+    const receipt = receipts[index]!
     if (receipt.status !== 'success' || !(await isDeployed(client, deployment.expected))) {
       throw new Error(`deploying ${deployment.name} at ${deployment.expected} failed (transaction ${hash})`)
     }

@@ -1,4 +1,4 @@
-import { parseGwei, type Address, type Hex } from 'viem'
+import { parseGwei, type Address, type Hex, type TransactionReceipt } from 'viem'
 import type { DevnetClient } from './client.js'
 
 /**
@@ -74,4 +74,32 @@ export async function createDevnetWallets(client: DevnetClient): Promise<DevnetW
   if (addresses.length < 3) throw new Error(`the node has ${addresses.length} dev accounts; the devnet needs at least 3`)
   const [deployer, bundler, ...traffic] = await Promise.all(addresses.map((address) => createSender(client, address)))
   return { deployer: deployer!, bundler: bundler!, traffic }
+}
+
+/**
+ * The receipts of transactions sent together while the node mines on every
+ * transaction. Sent in one batch, their calls can reach anvil out of nonce
+ * order; one that arrives ahead of its nonce waits in the pool and, once
+ * the gap is filled, can stay there until something else is sent (seen in
+ * CI: a deployment never mined in 180 s; foundry-rs/foundry#10122 is the
+ * same race). So a block is mined after each quiet second: it takes in
+ * whatever the pool holds ready, and an extra block at set-up changes
+ * nothing anyone counts.
+ */
+export async function waitForReceipts(client: DevnetClient, hashes: readonly Hex[], timeoutMs = 60_000): Promise<TransactionReceipt[]> {
+  const receipts = new Map<Hex, TransactionReceipt>()
+  const deadline = Date.now() + timeoutMs
+  let nudgeAt = Date.now() + 1_000
+  for (;;) {
+    const missing = hashes.filter((hash) => !receipts.has(hash))
+    const found = await Promise.all(missing.map((hash) => client.getTransactionReceipt({ hash }).catch(() => undefined)))
+    for (const receipt of found) if (receipt) receipts.set(receipt.transactionHash, receipt)
+    if (receipts.size === new Set(hashes).size) return hashes.map((hash) => receipts.get(hash)!)
+    if (Date.now() > deadline) throw new Error(`${hashes.length - receipts.size} of ${hashes.length} transactions not mined after ${timeoutMs} ms: ${missing.filter((hash) => !receipts.has(hash)).join(', ')}`)
+    if (Date.now() >= nudgeAt) {
+      await client.mine({ blocks: 1 })
+      nudgeAt = Date.now() + 1_000
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
 }

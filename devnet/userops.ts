@@ -23,7 +23,7 @@ import { privateKeyToAccount } from 'viem/accounts'
 import type { DevnetClient } from './client.js'
 import { simpleAccountAbi, simpleAccountFactoryAbi, type DevnetContracts } from './contracts.js'
 import { entryPointVersions, type EntryPointVersion } from './entry-points.js'
-import { DEVNET_FEES, sendDevnetTransaction, transferGas, type Sender } from './send.js'
+import { DEVNET_FEES, sendDevnetTransaction, transferGas, waitForReceipts, type Sender } from './send.js'
 
 export const entryPointAbis = { '0.6': entryPoint06Abi, '0.7': entryPoint07Abi, '0.8': entryPoint08Abi } as const
 
@@ -97,7 +97,7 @@ export async function createSmartAccounts(options: CreateSmartAccountsOptions): 
       .filter((_, index) => balances[index]! < funding / 2n)
       .map((account) => sendDevnetTransaction(client, { from: funder, to: account.address, value: funding, gas: transferGas(0) })),
   )
-  for (const hash of hashes) await client.waitForTransactionReceipt({ hash, pollingInterval: 50 })
+  await waitForReceipts(client, hashes)
   return accounts
 }
 

@@ -5,6 +5,7 @@ import { entryPoint06Address, entryPoint07Address, entryPoint08Address } from 'v
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { deployContracts, simpleAccountFactoryAbi } from '../../devnet/contracts.js'
 import { entryPointVersions } from '../../devnet/entry-points.js'
+import { sendDevnetTransaction, transferGas, waitForReceipts } from '../../devnet/send.js'
 import { createSmartAccounts, sendBundle, signUserOperation, userOperationOutcomes } from '../../devnet/userops.js'
 import { startTestChain, type TestChain } from '../support/chain.js'
 
@@ -71,4 +72,33 @@ describe('UserOperations on EntryPoint 0.6, 0.7 and 0.8', () => {
       expect(parseEventLogs({ abi: entryPoint07Abi, eventName: 'AccountDeployed', logs: next.logs })).toEqual([])
     })
   }
+})
+
+describe('waitForReceipts', () => {
+  let chain: TestChain
+
+  beforeAll(async () => {
+    chain = await startTestChain()
+  })
+  afterAll(async () => {
+    await chain?.stop()
+  })
+
+  it('mines a block when sent transactions sit in the pool, and returns their receipts in order', async () => {
+    // the node stops mining on its own: the transactions wait in the pool as a stuck one would
+    await chain.client.setAutomine(false)
+    try {
+      const height = await chain.client.getBlockNumber()
+      const from = chain.wallets.deployer
+      const hashes = [
+        await sendDevnetTransaction(chain.client, { from, to: recipient, value: 1n, gas: transferGas(0) }),
+        await sendDevnetTransaction(chain.client, { from, to: recipient, value: 2n, gas: transferGas(0) }),
+      ]
+      const receipts = await waitForReceipts(chain.client, hashes)
+      expect(receipts.map((receipt) => [receipt.transactionHash, receipt.status])).toEqual(hashes.map((hash) => [hash, 'success']))
+      expect(receipts[0]!.blockNumber).toBe(height + 1n)
+    } finally {
+      await chain.client.setAutomine(true)
+    }
+  })
 })
