@@ -78,13 +78,12 @@ export async function createDevnetWallets(client: DevnetClient): Promise<DevnetW
 
 /**
  * The receipts of transactions sent together while the node mines on every
- * transaction. Sent in one batch, their calls can reach anvil out of nonce
- * order; one that arrives ahead of its nonce waits in the pool and, once
- * the gap is filled, can stay there until something else is sent (seen in
- * CI: a deployment never mined in 180 s; foundry-rs/foundry#10122 is the
- * same race). So a block is mined after each quiet second: it takes in
- * whatever the pool holds ready, and an extra block at set-up changes
- * nothing anyone counts.
+ * transaction. A transaction can stay in anvil's pool although it is ready
+ * until something else is sent or mined (seen in CI: a deployment sent in
+ * a batch with others never mined in 180 s; foundry-rs/foundry#10122
+ * describes such a race). So a block is mined after each quiet second: it
+ * takes in whatever the pool holds ready, and an extra block at set-up
+ * changes nothing anyone counts.
  */
 export async function waitForReceipts(client: DevnetClient, hashes: readonly Hex[], timeoutMs = 60_000): Promise<TransactionReceipt[]> {
   const receipts = new Map<Hex, TransactionReceipt>()
