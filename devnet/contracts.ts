@@ -132,7 +132,13 @@ async function isDeployed(client: DevnetClient, address: Address): Promise<boole
   return code !== undefined && code !== '0x'
 }
 
-/** Sends every missing deployment of one phase without waiting in between, then checks that each one landed. */
+/**
+ * Sends every missing deployment of one phase, one at a time, each mined
+ * before the next is sent, and checks that it landed. Sent together (one
+ * JSON-RPC batch), one of them at times never reached a block (CI, twice:
+ * the same transaction, not mined in 180 s, nor after blocks were mined
+ * for it); one at a time costs a few round trips at set-up.
+ */
 async function deployMissing(client: DevnetClient, deployer: Sender, deployments: Deployment[]) {
   const present = await Promise.all(deployments.map((deployment) => isDeployed(client, deployment.expected)))
   const missing = deployments.filter((_, index) => !present[index])
@@ -141,21 +147,15 @@ async function deployMissing(client: DevnetClient, deployer: Sender, deployments
       client.estimateGas({ account: deployer.address, to: DETERMINISTIC_DEPLOYER, data: concat([deployment.salt, deployment.creationCode]) }),
     ),
   )
-  const hashes = await Promise.all(
-    missing.map((deployment, index) =>
-      sendDevnetTransaction(client, {
-        from: deployer,
-        to: DETERMINISTIC_DEPLOYER,
-        data: concat([deployment.salt, deployment.creationCode]),
-        gas: (gasEstimates[index]! * 6n) / 5n,
-      }),
-    ),
-  )
-  const receipts = await waitForReceipts(client, hashes)
-  for (const [index, hash] of hashes.entries()) {
-    const deployment = missing[index]!
-    const receipt = receipts[index]!
-    if (receipt.status !== 'success' || !(await isDeployed(client, deployment.expected))) {
+  for (const [index, deployment] of missing.entries()) {
+    const hash = await sendDevnetTransaction(client, {
+      from: deployer,
+      to: DETERMINISTIC_DEPLOYER,
+      data: concat([deployment.salt, deployment.creationCode]),
+      gas: (gasEstimates[index]! * 6n) / 5n,
+    })
+    const [receipt] = await waitForReceipts(client, [hash])
+    if (receipt!.status !== 'success' || !(await isDeployed(client, deployment.expected))) {
       throw new Error(`deploying ${deployment.name} at ${deployment.expected} failed (transaction ${hash})`)
     }
   }

@@ -77,11 +77,10 @@ export async function createDevnetWallets(client: DevnetClient): Promise<DevnetW
 }
 
 /**
- * The receipts of transactions sent together while the node mines on every
+ * The receipts of sent transactions while the node mines on every
  * transaction. A transaction can stay in anvil's pool although it is ready
- * until something else is sent or mined (seen in CI: a deployment sent in
- * a batch with others never mined in 180 s; foundry-rs/foundry#10122
- * describes such a race). So a block is mined after each quiet second: it
+ * until something else is sent or mined (foundry-rs/foundry#10122
+ * describes such a race), so a block is mined after each quiet second: it
  * takes in whatever the pool holds ready, and an extra block at set-up
  * changes nothing anyone counts.
  */

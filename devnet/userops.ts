@@ -92,12 +92,10 @@ export async function createSmartAccounts(options: CreateSmartAccountsOptions): 
     }),
   )
   const balances = await Promise.all(accounts.map((account) => client.getBalance({ address: account.address })))
-  const hashes = await Promise.all(
-    accounts
-      .filter((_, index) => balances[index]! < funding / 2n)
-      .map((account) => sendDevnetTransaction(client, { from: funder, to: account.address, value: funding, gas: transferGas(0) })),
-  )
-  await waitForReceipts(client, hashes)
+  // one at a time, each mined before the next, as the deployments (contracts.ts)
+  for (const account of accounts.filter((_, index) => balances[index]! < funding / 2n)) {
+    await waitForReceipts(client, [await sendDevnetTransaction(client, { from: funder, to: account.address, value: funding, gas: transferGas(0) })])
+  }
   return accounts
 }
 
