@@ -2,7 +2,7 @@ import { createRequire } from 'node:module'
 import { concat, encodeAbiParameters, getContractAddress, isHex, parseAbi, type Address, type Hex } from 'viem'
 import type { DevnetClient } from './client.js'
 import { entryPointAddresses, entryPointVersions, type EntryPointVersion } from './entry-points.js'
-import { sendDevnetTransaction, waitForReceipts, type Sender } from './send.js'
+import { sendDevnetTransaction, waitForReceipt, type Sender } from './send.js'
 
 
 /**
@@ -154,8 +154,8 @@ async function deployMissing(client: DevnetClient, deployer: Sender, deployments
       data: concat([deployment.salt, deployment.creationCode]),
       gas: (gasEstimates[index]! * 6n) / 5n,
     })
-    const [receipt] = await waitForReceipts(client, [hash])
-    if (receipt!.status !== 'success' || !(await isDeployed(client, deployment.expected))) {
+    const receipt = await waitForReceipt(client, hash)
+    if (receipt.status !== 'success' || !(await isDeployed(client, deployment.expected))) {
       throw new Error(`deploying ${deployment.name} at ${deployment.expected} failed (transaction ${hash})`)
     }
   }

@@ -77,23 +77,20 @@ export async function createDevnetWallets(client: DevnetClient): Promise<DevnetW
 }
 
 /**
- * The receipts of sent transactions while the node mines on every
+ * The receipt of a sent transaction while the node mines on every
  * transaction. A transaction can stay in anvil's pool although it is ready
  * until something else is sent or mined (foundry-rs/foundry#10122
  * describes such a race), so a block is mined after each quiet second: it
  * takes in whatever the pool holds ready, and an extra block at set-up
  * changes nothing anyone counts.
  */
-export async function waitForReceipts(client: DevnetClient, hashes: readonly Hex[], timeoutMs = 60_000): Promise<TransactionReceipt[]> {
-  const receipts = new Map<Hex, TransactionReceipt>()
+export async function waitForReceipt(client: DevnetClient, hash: Hex, timeoutMs = 60_000): Promise<TransactionReceipt> {
   const deadline = Date.now() + timeoutMs
   let nudgeAt = Date.now() + 1_000
   for (;;) {
-    const missing = hashes.filter((hash) => !receipts.has(hash))
-    const found = await Promise.all(missing.map((hash) => client.getTransactionReceipt({ hash }).catch(() => undefined)))
-    for (const receipt of found) if (receipt) receipts.set(receipt.transactionHash, receipt)
-    if (receipts.size === new Set(hashes).size) return hashes.map((hash) => receipts.get(hash)!)
-    if (Date.now() > deadline) throw new Error(`${hashes.length - receipts.size} of ${hashes.length} transactions not mined after ${timeoutMs} ms: ${missing.filter((hash) => !receipts.has(hash)).join(', ')}`)
+    const receipt = await client.getTransactionReceipt({ hash }).catch(() => undefined)
+    if (receipt) return receipt
+    if (Date.now() > deadline) throw new Error(`transaction ${hash} not mined after ${timeoutMs} ms`)
     if (Date.now() >= nudgeAt) {
       await client.mine({ blocks: 1 })
       nudgeAt = Date.now() + 1_000

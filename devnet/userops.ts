@@ -23,7 +23,7 @@ import { privateKeyToAccount } from 'viem/accounts'
 import type { DevnetClient } from './client.js'
 import { simpleAccountAbi, simpleAccountFactoryAbi, type DevnetContracts } from './contracts.js'
 import { entryPointVersions, type EntryPointVersion } from './entry-points.js'
-import { DEVNET_FEES, sendDevnetTransaction, transferGas, waitForReceipts, type Sender } from './send.js'
+import { DEVNET_FEES, sendDevnetTransaction, transferGas, waitForReceipt, type Sender } from './send.js'
 
 export const entryPointAbis = { '0.6': entryPoint06Abi, '0.7': entryPoint07Abi, '0.8': entryPoint08Abi } as const
 
@@ -94,7 +94,7 @@ export async function createSmartAccounts(options: CreateSmartAccountsOptions): 
   const balances = await Promise.all(accounts.map((account) => client.getBalance({ address: account.address })))
   // one at a time, each mined before the next, as the deployments (contracts.ts)
   for (const account of accounts.filter((_, index) => balances[index]! < funding / 2n)) {
-    await waitForReceipts(client, [await sendDevnetTransaction(client, { from: funder, to: account.address, value: funding, gas: transferGas(0) })])
+    await waitForReceipt(client, await sendDevnetTransaction(client, { from: funder, to: account.address, value: funding, gas: transferGas(0) }))
   }
   return accounts
 }

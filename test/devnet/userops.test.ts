@@ -5,7 +5,7 @@ import { entryPoint06Address, entryPoint07Address, entryPoint08Address } from 'v
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { deployContracts, simpleAccountFactoryAbi } from '../../devnet/contracts.js'
 import { entryPointVersions } from '../../devnet/entry-points.js'
-import { sendDevnetTransaction, transferGas, waitForReceipts } from '../../devnet/send.js'
+import { sendDevnetTransaction, transferGas, waitForReceipt } from '../../devnet/send.js'
 import { createSmartAccounts, sendBundle, signUserOperation, userOperationOutcomes } from '../../devnet/userops.js'
 import { startTestChain, type TestChain } from '../support/chain.js'
 
@@ -74,7 +74,7 @@ describe('UserOperations on EntryPoint 0.6, 0.7 and 0.8', () => {
   }
 })
 
-describe('waitForReceipts', () => {
+describe('waitForReceipt', () => {
   let chain: TestChain
 
   beforeAll(async () => {
@@ -94,7 +94,7 @@ describe('waitForReceipts', () => {
         await sendDevnetTransaction(chain.client, { from, to: recipient, value: 1n, gas: transferGas(0) }),
         await sendDevnetTransaction(chain.client, { from, to: recipient, value: 2n, gas: transferGas(0) }),
       ]
-      const receipts = await waitForReceipts(chain.client, hashes)
+      const receipts = await Promise.all(hashes.map((hash) => waitForReceipt(chain.client, hash)))
       expect(receipts.map((receipt) => [receipt.transactionHash, receipt.status])).toEqual(hashes.map((hash) => [hash, 'success']))
       expect(receipts[0]!.blockNumber).toBe(height + 1n)
     } finally {
