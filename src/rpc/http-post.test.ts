@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createAnswerBuffers } from './answer-buffers.js'
-import { postJson, RpcNetworkError } from './http-post.js'
+import { decodeBody, postJson, RpcNetworkError } from './http-post.js'
 
 /** A node that declares `declared` bytes and sends `body`, then ends the connection. */
 function lyingNode(declared: number, body: string): Promise<Server> {
@@ -66,5 +66,13 @@ describe('answer buffers', () => {
     for (const buffer of taken) buffers.giveBack(buffer)
     expect(buffers.held).toBe(3)
     expect(taken).toContain(buffers.takeBuffer(100_000))
+  })
+})
+
+describe('decodeBody', () => {
+  it('reads ASCII and UTF-8 answers as their text, whichever way it decodes them', () => {
+    for (const text of ['{"jsonrpc":"2.0","id":0,"result":"0xabc"}', '{"error":{"message":"nœud indisponible — réessayez ✓"}}', '']) {
+      expect(decodeBody(Buffer.from(text, 'utf8'))).toBe(text)
+    }
   })
 })

@@ -1,3 +1,4 @@
+import { isAscii } from 'node:buffer'
 import { request } from 'undici'
 import type { AnswerBuffers } from './answer-buffers.js'
 
@@ -23,12 +24,22 @@ export function httpAnswer(status: number, body: Buffer, retryAfterMs: number | 
     status,
     body,
     get text() {
-      return (text ??= body.toString('utf8'))
+      return (text ??= decodeBody(body))
     },
     retryAfterMs,
     ms,
     release,
   }
+}
+
+/**
+ * The body as text. A JSON-RPC answer is ASCII but for the odd error
+ * message: checked in a fraction of a millisecond, ASCII decodes as Latin-1
+ * (the same characters) by a plain copy, about eight times faster than the
+ * UTF-8 decoder validates it (megabytes per answer on a chain of full blocks).
+ */
+export function decodeBody(body: Buffer): string {
+  return isAscii(body) ? body.toString('latin1') : body.toString('utf8')
 }
 
 /** Room taken up front for a declared Content-Length at most: a node's header is no reason to allocate gigabytes before a byte arrives. */
