@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import { measureFloor, sweepFloor, type FloorResult, type Sweep } from '../chain/floor.js'
 import type { ChainTruth } from '../chain/truth.js'
 import type { ProfileSpec } from '../chain/node-profiles.js'
@@ -128,10 +129,15 @@ function summarise(spec: CaseSpec, truth: ChainTruth, sweep: Sweep, rounds: Roun
   }
   const cpu: CpuSeconds = {
     daemon: medianOf((r) => r.pipeline.cpu.daemon),
+    daemonMainThread: medianOf((r) => r.pipeline.cpu.daemonMainThread),
     postgres: medianOf((r) => r.pipeline.cpu.postgres),
     node: medianOf((r) => r.pipeline.cpu.node),
     bench: medianOf((r) => r.pipeline.cpu.bench),
+    windowSeconds: medianOf((r) => r.pipeline.cpu.windowSeconds),
   }
+  // how busy a thread or the machine was over the window: the main thread near 100% is the indexer's wall
+  const busy = (seconds: number) => `${fmt((100 * seconds) / cpu.windowSeconds)}%`
+  const machineSeconds = cpu.daemon + cpu.postgres + cpu.node + cpu.bench
   const nodePerMillion = { daemon: perMillion(medianOf((r) => nodeSecondsOf(r.pipeline)), transactions), floor: perMillion(medianOf((r) => r.floorNode.seconds), transactions) }
   const peakRss = Math.max(...rounds.map((r) => r.pipeline.peakRssBytes))
   const allEqual = rounds.every((r) => r.pipeline.verification.equal)
@@ -158,12 +164,14 @@ function summarise(spec: CaseSpec, truth: ChainTruth, sweep: Sweep, rounds: Roun
   )
   printTable(
     `${spec.label}: where the CPU went during the pipeline's measured window (medians)`,
-    ['process', 'CPU s', 'per 1M tx', 'µs per attribution row'],
+    ['process', 'CPU s', 'per 1M tx', 'µs per attribution row', 'busy in the window'],
     [
-      ['daemon (indexer)', fmt(cpu.daemon, 2), fmt(perMillion(cpu.daemon, transactions), 2), microsPerRow(cpu.daemon)],
+      ['daemon (indexer)', fmt(cpu.daemon, 2), fmt(perMillion(cpu.daemon, transactions), 2), microsPerRow(cpu.daemon), busy(cpu.daemon)],
+      ["  of which its main thread (JavaScript's one)", fmt(cpu.daemonMainThread, 2), fmt(perMillion(cpu.daemonMainThread, transactions), 2), microsPerRow(cpu.daemonMainThread), busy(cpu.daemonMainThread)],
       ['PostgreSQL backends of its database', fmt(cpu.postgres, 2), fmt(perMillion(cpu.postgres, transactions), 2), microsPerRow(cpu.postgres)],
       ['replay node process', fmt(cpu.node, 2), fmt(perMillion(cpu.node, transactions), 2), microsPerRow(cpu.node)],
       ['bench (progress polls)', fmt(cpu.bench, 2), fmt(perMillion(cpu.bench, transactions), 2), microsPerRow(cpu.bench)],
+      [`all of them, of the machine's ${availableParallelism()} cores`, fmt(machineSeconds, 2), '', '', `${fmt((100 * machineSeconds) / cpu.windowSeconds / availableParallelism())}%`],
       [`node cost, daemon's requests${spec.profile.name === 'serial' ? ' (incl. modelled thread)' : ''}`, '', fmt(nodePerMillion.daemon, 2), ''],
       [`node cost, the floor's requests${spec.profile.name === 'serial' ? ' (incl. modelled thread)' : ''}`, '', fmt(nodePerMillion.floor, 2), ''],
     ],

@@ -10,14 +10,23 @@ import type postgres from 'postgres'
  * and the bench process itself. Backends come and go, so the meter is
  * sampled during the run and keeps the last figure seen for each.
  */
-export type CpuSeconds = { daemon: number; postgres: number; node: number; bench: number }
+export type CpuSeconds = {
+  daemon: number
+  /** Of `daemon`, its main thread's: the one JavaScript thread, which caps the indexer however many cores are free. */
+  daemonMainThread: number
+  postgres: number
+  node: number
+  bench: number
+  /** Wall time between start() and stop(). */
+  windowSeconds: number
+}
 
 const ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100
 
-/** CPU seconds a live process has spent so far, or undefined once it is gone. */
-export function cpuSecondsOf(pid: number): number | undefined {
+/** CPU seconds a live process (or, given `thread`, one of its threads) has spent so far, or undefined once it is gone. */
+export function cpuSecondsOf(pid: number, thread?: number): number | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const stat = readFileSync(thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`, 'utf8')
     // the command name may hold spaces: the fields start after its closing parenthesis
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
     return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond
@@ -34,6 +43,9 @@ const ownCpuSeconds = () => {
 export function createCpuMeter(options: { daemonPid: number; nodePid: number; sql: postgres.Sql; databaseName: string }) {
   const atStart = new Map<number, number>()
   const lastSeen = new Map<number, number>()
+  // a process's main thread has the process's id as its thread id
+  const mainThread = { atStart: 0, lastSeen: 0 }
+  let startedAt = 0
   const backends = new Set<number>()
   let benchAtStart = 0
   let benchAtEnd = 0
@@ -54,6 +66,10 @@ export function createCpuMeter(options: { daemonPid: number; nodePid: number; sq
   async function look(start: boolean) {
     for (const pid of await backendPids()) backends.add(pid)
     for (const pid of [options.daemonPid, options.nodePid, ...backends]) see(pid, start)
+    const main = cpuSecondsOf(options.daemonPid, options.daemonPid)
+    if (main === undefined) return
+    if (start) mainThread.atStart = main
+    mainThread.lastSeen = main
   }
 
   const spent = (pid: number) => (lastSeen.get(pid) ?? 0) - (atStart.get(pid) ?? 0)
@@ -61,6 +77,7 @@ export function createCpuMeter(options: { daemonPid: number; nodePid: number; sq
   return {
     async start() {
       benchAtStart = ownCpuSeconds()
+      startedAt = performance.now()
       await look(true)
     },
     /** Call now and then during the run: a backend that exits keeps the figure of its last sample. */
@@ -70,7 +87,14 @@ export function createCpuMeter(options: { daemonPid: number; nodePid: number; sq
       benchAtEnd = ownCpuSeconds()
       let postgresSeconds = 0
       for (const pid of backends) postgresSeconds += spent(pid)
-      return { daemon: spent(options.daemonPid), postgres: postgresSeconds, node: spent(options.nodePid), bench: benchAtEnd - benchAtStart }
+      return {
+        daemon: spent(options.daemonPid),
+        daemonMainThread: mainThread.lastSeen - mainThread.atStart,
+        postgres: postgresSeconds,
+        node: spent(options.nodePid),
+        bench: benchAtEnd - benchAtStart,
+        windowSeconds: (performance.now() - startedAt) / 1000,
+      }
     },
   }
 }
