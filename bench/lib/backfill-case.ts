@@ -130,6 +130,7 @@ function summarise(spec: CaseSpec, truth: ChainTruth, sweep: Sweep, rounds: Roun
   const cpu: CpuSeconds = {
     daemon: medianOf((r) => r.pipeline.cpu.daemon),
     daemonMainThread: medianOf((r) => r.pipeline.cpu.daemonMainThread),
+    daemonMainThreadWaited: medianOf((r) => r.pipeline.cpu.daemonMainThreadWaited),
     postgres: medianOf((r) => r.pipeline.cpu.postgres),
     node: medianOf((r) => r.pipeline.cpu.node),
     bench: medianOf((r) => r.pipeline.cpu.bench),
@@ -168,6 +169,7 @@ function summarise(spec: CaseSpec, truth: ChainTruth, sweep: Sweep, rounds: Roun
     [
       ['daemon (indexer)', fmt(cpu.daemon, 2), fmt(perMillion(cpu.daemon, transactions), 2), microsPerRow(cpu.daemon), busy(cpu.daemon)],
       ["  of which its main thread (JavaScript's one)", fmt(cpu.daemonMainThread, 2), fmt(perMillion(cpu.daemonMainThread, transactions), 2), microsPerRow(cpu.daemonMainThread), busy(cpu.daemonMainThread)],
+      ['  its main thread ready to run, waiting for a core', fmt(cpu.daemonMainThreadWaited, 2), '', '', busy(cpu.daemonMainThreadWaited)],
       ['PostgreSQL backends of its database', fmt(cpu.postgres, 2), fmt(perMillion(cpu.postgres, transactions), 2), microsPerRow(cpu.postgres)],
       ['replay node process', fmt(cpu.node, 2), fmt(perMillion(cpu.node, transactions), 2), microsPerRow(cpu.node)],
       ['bench (progress polls)', fmt(cpu.bench, 2), fmt(perMillion(cpu.bench, transactions), 2), microsPerRow(cpu.bench)],

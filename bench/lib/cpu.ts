@@ -14,6 +14,8 @@ export type CpuSeconds = {
   daemon: number
   /** Of `daemon`, its main thread's: the one JavaScript thread, which caps the indexer however many cores are free. */
   daemonMainThread: number
+  /** Time the main thread was ready to run but waited for a core (schedstat): what the other processes took from it. */
+  daemonMainThreadWaited: number
   postgres: number
   node: number
   bench: number
@@ -35,6 +37,15 @@ export function cpuSecondsOf(pid: number, thread?: number): number | undefined {
   }
 }
 
+/** Seconds a thread has waited on a run queue so far (the second field of its schedstat), or undefined once it is gone. */
+export function runQueueSecondsOf(pid: number, thread: number): number | undefined {
+  try {
+    return Number(readFileSync(`/proc/${pid}/task/${thread}/schedstat`, 'utf8').split(' ')[1]) / 1e9
+  } catch {
+    return undefined
+  }
+}
+
 const ownCpuSeconds = () => {
   const usage = process.cpuUsage()
   return (usage.user + usage.system) / 1e6
@@ -44,7 +55,7 @@ export function createCpuMeter(options: { daemonPid: number; nodePid: number; sq
   const atStart = new Map<number, number>()
   const lastSeen = new Map<number, number>()
   // a process's main thread has the process's id as its thread id
-  const mainThread = { atStart: 0, lastSeen: 0 }
+  const mainThread = { atStart: 0, lastSeen: 0, waitedAtStart: 0, waitedLastSeen: 0 }
   let startedAt = 0
   const backends = new Set<number>()
   let benchAtStart = 0
@@ -67,9 +78,10 @@ export function createCpuMeter(options: { daemonPid: number; nodePid: number; sq
     for (const pid of await backendPids()) backends.add(pid)
     for (const pid of [options.daemonPid, options.nodePid, ...backends]) see(pid, start)
     const main = cpuSecondsOf(options.daemonPid, options.daemonPid)
-    if (main === undefined) return
-    if (start) mainThread.atStart = main
-    mainThread.lastSeen = main
+    const waited = runQueueSecondsOf(options.daemonPid, options.daemonPid)
+    if (main === undefined || waited === undefined) return
+    if (start) Object.assign(mainThread, { atStart: main, waitedAtStart: waited })
+    Object.assign(mainThread, { lastSeen: main, waitedLastSeen: waited })
   }
 
   const spent = (pid: number) => (lastSeen.get(pid) ?? 0) - (atStart.get(pid) ?? 0)
@@ -90,6 +102,7 @@ export function createCpuMeter(options: { daemonPid: number; nodePid: number; sq
       return {
         daemon: spent(options.daemonPid),
         daemonMainThread: mainThread.lastSeen - mainThread.atStart,
+        daemonMainThreadWaited: mainThread.waitedLastSeen - mainThread.waitedAtStart,
         postgres: postgresSeconds,
         node: spent(options.nodePid),
         bench: benchAtEnd - benchAtStart,
