@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { Gauge, Histogram, type Registry } from 'prom-client'
@@ -25,6 +26,45 @@ export const SMALL_BODY_LIMIT = 16_384
 export function limitBodies(app: FastifyInstance, bodyLimit: number) {
   app.addHook('onRoute', (route) => {
     if (route.bodyLimit === undefined) route.bodyLimit = Math.min(SMALL_BODY_LIMIT, bodyLimit)
+  })
+}
+
+/** What a refused body is still read for before its 413 goes out (drainRefusedBodies). */
+const DRAIN_MOST_BYTES = 8 * 1024 * 1024
+const DRAIN_MOST_MS = 2_000
+
+/**
+ * A body refused for its size is read to its end (and thrown away) before
+ * the 413 goes out. An HTTP client writes its whole body before it reads
+ * the answer; a connection closed under it fails that write (EPIPE, a reset)
+ * and the client sees a broken connection where the 413 should have told it
+ * why. Past DRAIN_MOST_BYTES (declared or read) or DRAIN_MOST_MS the answer
+ * goes out and the connection closes as before: an upload of gigabytes is
+ * not read for the sake of its error.
+ */
+export function drainRefusedBodies(app: FastifyInstance) {
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (reply.statusCode === 413) await drainBody(request.raw)
+    return payload
+  })
+}
+
+function drainBody(raw: IncomingMessage): Promise<void> {
+  if (raw.complete || raw.destroyed || Number(raw.headers['content-length']) > DRAIN_MOST_BYTES) return Promise.resolve()
+  return new Promise((resolve) => {
+    let read = 0
+    const onData = (chunk: Buffer) => {
+      read += chunk.length
+      if (read > DRAIN_MOST_BYTES) finish()
+    }
+    const finish = () => {
+      clearTimeout(timer)
+      raw.off('data', onData).off('end', finish).off('close', finish).off('error', finish)
+      resolve()
+    }
+    const timer = setTimeout(finish, DRAIN_MOST_MS)
+    raw.on('data', onData).on('end', finish).on('close', finish).on('error', finish)
+    raw.resume()
   })
 }
 

@@ -41,7 +41,7 @@ import { adminRoutes } from './routes/admin.js'
 import { notificationRoutes } from './routes/notifications/index.js'
 import { platformRoutes } from './routes/platform.js'
 import { metricsRoutes } from './routes/metrics.js'
-import { limitBodies, limitJsonDepth, measureRequests } from './guard.js'
+import { drainRefusedBodies, limitBodies, limitJsonDepth, measureRequests } from './guard.js'
 
 /** Everything the routes need, built once by the process and shared. */
 export type ServerDeps = {
@@ -109,6 +109,7 @@ export async function createServer(deps: ServerDeps): Promise<Server> {
 
   // before any route: what a request may cost, and what each did
   limitBodies(app, config.BODY_LIMIT)
+  drainRefusedBodies(app)
   limitJsonDepth(app)
   if (deps.metricsRegistry) measureRequests(app, deps.metricsRegistry)
 
