@@ -54,7 +54,7 @@ const hex = (number: number) => `0x${number.toString(16)}`
 const RETRY_AFTER_DEFAULT_MS = 1_000
 const MOST_REFUSALS_IN_A_ROW = 100
 /** The plain client's answer buffers: as many kept per size as the widest sweep point has in flight. */
-const floorBuffers = createAnswerBuffers({ keptPerSize: 16 })
+const floorBuffers = createAnswerBuffers({ kept: 16 })
 
 /** One batch for `numbers`, asked again after each 429; resolves to the transactions counted and the refusals met. */
 async function rawBatch(url: string, numbers: number[], receipts: boolean): Promise<{ transactions: number; refused: number }> {

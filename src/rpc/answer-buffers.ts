@@ -9,16 +9,19 @@
  * reused, holds them all: the caller takes one, reads the answer, and gives
  * it back (`giveBack`), after which nothing may keep a view of it.
  *
- * Buffers come in power-of-two sizes, and each size keeps as many free as
- * the transport lets requests be in flight (its configured most): once the
- * first answers have been read, a backfill allocates nothing more. (Freeing
- * and allocating buffers of assorted sizes instead grew the process by
- * 130 MB over a 2M-transaction backfill: the allocator does not give such
- * memory back.)
+ * Buffers come in power-of-two sizes. The pool keeps at most `kept` free
+ * buffers in all (the most requests the transport has in flight), the
+ * largest ones, and serves a request from the smallest free buffer that
+ * holds it: once the largest answers have been seen, a backfill allocates
+ * nothing more. Keeping that many of *every* size instead (answers of a
+ * dense chain run from 1 to 16 MB as batch sizes move) held ~300 MB of free
+ * buffers on the dense bench; and freeing and allocating buffers of
+ * assorted sizes grew the process by 130 MB over a 2M-transaction backfill,
+ * the allocator not giving such memory back.
  */
 export type AnswerBufferOptions = {
-  /** Free buffers kept per size: the most requests the transport has in flight. */
-  keptPerSize: number
+  /** Free buffers kept in all: the most requests the transport has in flight. */
+  kept: number
 }
 
 const SMALLEST = 64 * 1024
@@ -29,31 +32,33 @@ const LARGEST_KEPT = 32 * 1024 * 1024
 const sizeOf = (bytes: number) => Math.max(SMALLEST, 2 ** Math.ceil(Math.log2(Math.max(1, bytes))))
 
 export function createAnswerBuffers(options: AnswerBufferOptions) {
-  const free = new Map<number, Buffer[]>()
+  // smallest first
+  const free: Buffer[] = []
 
-  /** A buffer of at least `bytes` bytes: a free one of its size if there is one, else a new one. */
+  /** A buffer of at least `bytes` bytes: the smallest free one that holds them, else a new one. */
   function takeBuffer(bytes: number): Buffer {
     const size = sizeOf(bytes)
+    const fitting = free.findIndex((buffer) => buffer.length >= size)
+    if (fitting >= 0) return free.splice(fitting, 1)[0]!
     // outside Node's small-buffer pool: these are large and long-lived
-    return free.get(size)?.pop() ?? Buffer.allocUnsafeSlow(size)
+    return Buffer.allocUnsafeSlow(size)
   }
 
   /** Gives a buffer from takeBuffer back; the caller keeps no view of it. */
   function giveBack(buffer: Buffer): void {
-    if (buffer.length > LARGEST_KEPT) return
-    let kept = free.get(buffer.length)
-    if (!kept) free.set(buffer.length, (kept = []))
-    if (kept.length < options.keptPerSize) kept.push(buffer)
+    if (buffer.length > LARGEST_KEPT || free.includes(buffer)) return
+    const at = free.findIndex((other) => other.length >= buffer.length)
+    free.splice(at < 0 ? free.length : at, 0, buffer)
+    // over the count, the smallest go: a larger buffer serves their requests too
+    if (free.length > options.kept) free.splice(0, free.length - options.kept)
   }
 
   return {
     takeBuffer,
     giveBack,
-    /** Free buffers held now (for tests). */
+    /** Free buffers held now, and their bytes (for tests). */
     get held() {
-      let count = 0
-      for (const kept of free.values()) count += kept.length
-      return count
+      return { count: free.length, bytes: free.reduce((sum, buffer) => sum + buffer.length, 0) }
     },
   }
 }

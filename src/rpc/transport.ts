@@ -75,8 +75,8 @@ export type CallSpec<T> = {
 export function createTransport(options: TransportOptions) {
   const observer = options.observer ?? {}
   const retryDelayMs = options.retryDelayMs ?? 250
-  // this transport's own answer buffers: as many kept per size as it may have requests in flight
-  const buffers = createAnswerBuffers({ keptPerSize: options.maxConcurrency })
+  // this transport's own answer buffers: as many kept as it may have requests in flight
+  const buffers = createAnswerBuffers({ kept: options.maxConcurrency })
   const sizer = createBatchSizer({
     maxSize: options.maxBatchSize,
     maxBytes: options.maxBatchBytes,

@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest'
+import { createAnswerBuffers } from './answer-buffers.js'
+
+const MiB = 1024 * 1024
+
+describe('answer buffers', () => {
+  it('serves a request from the smallest free buffer that holds it', () => {
+    const buffers = createAnswerBuffers({ kept: 4 })
+    const large = buffers.takeBuffer(3 * MiB)
+    const small = buffers.takeBuffer(100 * 1024)
+    expect([large.length, small.length]).toEqual([4 * MiB, 128 * 1024])
+    buffers.giveBack(large)
+    buffers.giveBack(small)
+    expect(buffers.takeBuffer(1000)).toBe(small)
+    expect(buffers.takeBuffer(1000)).toBe(large)
+    expect(buffers.takeBuffer(1000)).not.toBe(small)
+  })
+
+  it('keeps at most `kept` free buffers in all, the largest, whatever sizes the answers had', () => {
+    const buffers = createAnswerBuffers({ kept: 3 })
+    // answers growing through every size, four in flight at a time, as a dense backfill's batches move
+    for (let size = 64 * 1024; size <= 16 * MiB; size *= 2) {
+      const taken = [1, 2, 3, 4].map(() => buffers.takeBuffer(size))
+      for (const buffer of taken) buffers.giveBack(buffer)
+    }
+    expect(buffers.held).toEqual({ count: 3, bytes: 3 * 16 * MiB })
+    // and a small answer then allocates nothing
+    const reused = buffers.takeBuffer(10)
+    expect(reused.length).toBe(16 * MiB)
+    buffers.giveBack(reused)
+    buffers.giveBack(reused)
+    expect(buffers.held.count).toBe(3)
+  })
+
+  it('does not keep a buffer larger than 32 MiB', () => {
+    const buffers = createAnswerBuffers({ kept: 2 })
+    buffers.giveBack(buffers.takeBuffer(40 * MiB))
+    expect(buffers.held).toEqual({ count: 0, bytes: 0 })
+  })
+})
