@@ -60,6 +60,8 @@ const SHUTDOWN_DEADLINE_MS = 1_800
 
 async function runDaemon(command: string) {
   const config = await readConfig()
+  const { limitHeapGrowth } = await import('./heap-growth.js')
+  limitHeapGrowth(config.HEAP_GROWTH_PERCENT)
   const { createLogger } = await import('../logger.js')
   const { dependenciesOf, waitForDependencies } = await import('./startup.js')
   const logger = createLogger({ level: config.LOG_LEVEL, name: `attribution:${command}` })

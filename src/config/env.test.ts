@@ -21,6 +21,13 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ PORT: '70000' })).toThrow(/PORT: must be between 0 and 65535/)
   })
 
+  it('names HEAP_GROWTH_PERCENT when it is out of range, and defaults it to 50', () => {
+    expect(loadConfig({}).HEAP_GROWTH_PERCENT).toBe(50)
+    expect(loadConfig({ HEAP_GROWTH_PERCENT: '0' }).HEAP_GROWTH_PERCENT).toBe(0)
+    expect(() => loadConfig({ HEAP_GROWTH_PERCENT: '-5' })).toThrow(/HEAP_GROWTH_PERCENT: must be >= 0/)
+    expect(() => loadConfig({ HEAP_GROWTH_PERCENT: '1000' })).toThrow(/HEAP_GROWTH_PERCENT: must be <= 400/)
+  })
+
   it('lists every bad variable in one message', () => {
     expect(() => loadConfig({ PORT: '-1', LOG_LEVEL: 'loud' })).toThrow(/PORT: .*; LOG_LEVEL: /)
   })
