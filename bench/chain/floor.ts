@@ -53,7 +53,7 @@ type RpcResponse = { id: number; result?: Block | unknown[] | null; error?: { me
 const hex = (number: number) => `0x${number.toString(16)}`
 const RETRY_AFTER_DEFAULT_MS = 1_000
 const MOST_REFUSALS_IN_A_ROW = 100
-/** The plain client's answer buffers: as many kept per size as the widest sweep point has in flight. */
+/** The plain client's answer buffers: as many kept as the widest sweep point has in flight. */
 const floorBuffers = createAnswerBuffers({ kept: 16 })
 
 /** One batch for `numbers`, asked again after each 429; resolves to the transactions counted and the refusals met. */
