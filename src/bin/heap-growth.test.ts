@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest'
 const module = fileURLToPath(new URL('./heap-growth.ts', import.meta.url))
 
 /**
- * A process with a live set of ~40 MB whose garbage lives long enough to be
+ * A process with a live set of ~150 MiB whose garbage lives long enough to be
  * promoted (what a backfill's ranges and commits make), growing its heap
  * under `percent`: its peak heap size in MiB.
  */

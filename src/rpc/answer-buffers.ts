@@ -14,7 +14,7 @@
  * largest ones, and serves a request from the smallest free buffer that
  * holds it: once the largest answers have been seen, a backfill allocates
  * nothing more. Keeping that many of *every* size instead (answers of a
- * dense chain run from 1 to 16 MB as batch sizes move) held ~300 MB of free
+ * dense chain run from 1 to 32 MiB as batch sizes move) held ~300 MB of free
  * buffers on the dense bench; and freeing and allocating buffers of
  * assorted sizes grew the process by 130 MB over a 2M-transaction backfill,
  * the allocator not giving such memory back.
