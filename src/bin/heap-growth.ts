@@ -1,21 +1,42 @@
-import { setFlagsFromString } from 'node:v8'
+import { constants, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks'
+import { getHeapStatistics, setFlagsFromString } from 'node:v8'
+
+/** While a full collection leaves less than this in use, V8 grows the heap at its own pace. */
+export const FREE_GROWTH_BELOW_BYTES = 112 * 1024 * 1024
+
+const isFullCollection = (entry: PerformanceEntry) => ((entry as { detail?: { kind?: number } }).detail)?.kind === constants.NODE_PERFORMANCE_GC_MAJOR
 
 /**
- * Caps how far V8 grows the heap past the live set, without capping the heap.
+ * Bounds how far V8 grows a large heap past its live set, without capping
+ * the heap.
  *
  * V8 sets the next full collection's threshold at the live set times a
  * factor it picks from the collector's speed, up to 4 when the process
  * allocates fast. A backfill allocates fast, and its garbage comes in
  * bursts (a range's rows, a commit's literals, a batch of receipts): on the
- * dense bench chain the heap then reached twice its live set, and the peak
- * RSS 1.7 times the everyday chain's. `--heap-growing-percent` fixes the
- * factor: at 50 the dense peak fell by a quarter for no measurable CPU
- * (BENCHMARKS.md). Unlike `--max-old-space-size` it is no limit, so a
- * chain whose ranges truly hold more is never an out-of-memory crash.
+ * dense bench chain the heap reached twice its live set, and the peak RSS
+ * 1.7 times the everyday chain's. `--heap-growing-percent` fixes the
+ * factor: at 50 the dense peak fell by a quarter for no measurable CPU.
+ * On the everyday chain, whose live set is small, the same bound made full
+ * collections frequent and cost ~10% of the backfill's throughput, so it
+ * holds only while a full collection leaves more than `freeBelowBytes` in
+ * use: a small heap grows at V8's pace, a large one by `percent` at most
+ * (BENCHMARKS.md). Unlike `--max-old-space-size` it is no limit, so a chain
+ * whose ranges truly hold more is never an out-of-memory crash.
  *
  * The flag is not allowed in NODE_OPTIONS; V8 reads it at each collection,
- * so setting it at start-up, before the daemon allocates, takes effect.
+ * so setting it while the process runs takes effect (0 is V8's own factor).
  */
-export function limitHeapGrowth(percent: number): void {
-  if (percent > 0) setFlagsFromString(`--heap-growing-percent=${percent}`)
+export function limitHeapGrowth(percent: number, freeBelowBytes = FREE_GROWTH_BELOW_BYTES): void {
+  if (percent <= 0) return
+  let bounded = false
+  // told shortly after each collection: what is in use then is about what the full collection kept
+  const observer = new PerformanceObserver((list) => {
+    if (!list.getEntries().some(isFullCollection)) return
+    const large = getHeapStatistics().used_heap_size > freeBelowBytes
+    if (large === bounded) return
+    setFlagsFromString(`--heap-growing-percent=${large ? percent : 0}`)
+    bounded = large
+  })
+  observer.observe({ entryTypes: ['gc'] })
 }
