@@ -90,7 +90,12 @@ export function createIndexerMetrics(registry: Registry) {
       transactions.inc(label(chainId), fetched.txCount)
       inserted.inc(label(chainId), rowsInserted)
       malformed.inc(label(chainId), fetched.malformed.length)
-      for (const record of fetched.attributions) attributions.inc({ ...label(chainId), kind: record.kind })
+      // counted per kind first: a labelled inc per record costs a labels object and its hash each, on a range of thousands
+      let transactionRecords = 0
+      for (const record of fetched.attributions) if (record.kind === 'transaction') transactionRecords++
+      const userOperationRecords = fetched.attributions.length - transactionRecords
+      if (transactionRecords > 0) attributions.inc({ ...label(chainId), kind: 'transaction' }, transactionRecords)
+      if (userOperationRecords > 0) attributions.inc({ ...label(chainId), kind: 'userOperation' }, userOperationRecords)
     },
     rangeFailed: (chainId: number | undefined) => rangesFailed.inc(label(chainId)),
     rpcResponse: (status: number) => rpcResponses.inc({ status: String(status) }),
