@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { candidateFilter } from '../../src/attribution/records.js'
 import { createRpc } from '../../src/rpc/client.js'
 import { createAnswerBuffers } from '../../src/rpc/answer-buffers.js'
-import { postJson } from '../../src/rpc/http-post.js'
+import { postJsonOverUndici } from '../../src/rpc/http-post.js'
 import { flushDirtyPages } from '../lib/process.js'
 
 /**
@@ -10,9 +10,11 @@ import { flushDirtyPages } from '../lib/process.js'
  * batched `eth_getBlockByNumber(n, true)` over every block (and, on a dense
  * chain, `eth_getBlockReceipts(n)` beside each: most transactions there need
  * their outcome), each answer parsed with `JSON.parse` — and nothing else,
- * sent through the same raw HTTP client the indexer's transport uses
- * (undici's request API, whole body read as one string): the fastest plain
- * client, not a handicapped one. It behaves as a plain client should on a
+ * sent through undici's request API (what Node's fetch is built on) with the
+ * answer read into a reused buffer and decoded as Latin-1 when ASCII: the
+ * fastest plain client, not a handicapped one. (The indexer reads http
+ * answers with its own socket reader, http-socket.ts: not a plain client,
+ * and what it saves is the indexer's, as the block scanner's is.) It behaves as a plain client should on a
  * node that pushes back: a 429 is asked again once its Retry-After has
  * passed. `sweepFloor` tries it at every batch size × concurrency and keeps
  * the fastest, so the floor is this client at its best operating point on
@@ -64,7 +66,7 @@ async function rawBatch(url: string, numbers: number[], receipts: boolean): Prom
   })
   const body = JSON.stringify(calls.map((call, id) => ({ ...call, id })))
   for (let refused = 0; refused <= MOST_REFUSALS_IN_A_ROW; refused++) {
-    const answer = await postJson(url, body, 120_000, floorBuffers)
+    const answer = await postJsonOverUndici(url, body, 120_000, floorBuffers)
     let parsed: RpcResponse[]
     try {
       if (answer.status === 429) {

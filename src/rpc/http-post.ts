@@ -1,6 +1,7 @@
 import { isAscii } from 'node:buffer'
 import { request } from 'undici'
 import type { AnswerBuffers } from './answer-buffers.js'
+import { postOverSocket } from './http-socket.js'
 
 /**
  * What one HTTP POST to the node came back with, before any JSON-RPC
@@ -91,24 +92,45 @@ export function parseRetryAfter(header: string | string[] | undefined): number |
 
 /**
  * POSTs one JSON-RPC body and reads the whole answer into a buffer of
- * `buffers`, whatever its status; the caller releases it once read.
- * undici's request API rather than fetch: a batch of full blocks is
- * megabytes, and fetch's web streams copied and decoded it in small steps
- * (about a fifth of the indexer's CPU in the backfill profile).
+ * `buffers`, whatever its status; the caller releases it once read. An
+ * http URL goes over the project's socket reader (http-socket.ts: the
+ * answer lands in the buffer with no copy); an https one over undici.
  */
 export async function postJson(url: string, requestBody: string, timeoutMs: number, buffers: AnswerBuffers): Promise<HttpAnswer> {
+  if (!url.startsWith('http:')) return postJsonOverUndici(url, requestBody, timeoutMs, buffers)
+  const started = performance.now()
+  const signal = AbortSignal.timeout(timeoutMs)
+  try {
+    const { status, buffer, length, retryAfter } = await postOverSocket(url, requestBody, buffers, signal)
+    return httpAnswer(status, buffer.subarray(0, length), parseRetryAfter(retryAfter), performance.now() - started, releaseOnce(buffers, buffer))
+  } catch (error) {
+    if (signal.aborted) throw new RpcTimeoutError(timeoutMs)
+    throw new RpcNetworkError(`request to the node failed: ${(error as Error).message}`, { cause: error })
+  }
+}
+
+function releaseOnce(buffers: AnswerBuffers, buffer: Buffer): () => void {
+  let released = false
+  return () => {
+    if (!released) buffers.giveBack(buffer)
+    released = true
+  }
+}
+
+/**
+ * postJson over undici's request API, for https URLs (and the bench's plain
+ * client). Not fetch: a batch of full blocks is megabytes, and fetch's web
+ * streams copied and decoded it in small steps (about a fifth of the
+ * indexer's CPU in the backfill profile).
+ */
+export async function postJsonOverUndici(url: string, requestBody: string, timeoutMs: number, buffers: AnswerBuffers): Promise<HttpAnswer> {
   const started = performance.now()
   const signal = AbortSignal.timeout(timeoutMs)
   try {
     const response = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: requestBody, signal })
     const declared = Number(response.headers['content-length'])
     const { buffer, length } = await readBody(response.body as AsyncIterable<Buffer>, Number.isSafeInteger(declared) && declared > 0 ? declared : 0, buffers)
-    let released = false
-    const release = () => {
-      if (!released) buffers.giveBack(buffer)
-      released = true
-    }
-    return httpAnswer(response.statusCode, buffer.subarray(0, length), parseRetryAfter(response.headers['retry-after']), performance.now() - started, release)
+    return httpAnswer(response.statusCode, buffer.subarray(0, length), parseRetryAfter(response.headers['retry-after']), performance.now() - started, releaseOnce(buffers, buffer))
   } catch (error) {
     if (signal.aborted) throw new RpcTimeoutError(timeoutMs)
     throw new RpcNetworkError(`request to the node failed: ${(error as Error).message}`, { cause: error })
