@@ -16,7 +16,7 @@ import type { AnswerBuffers } from './answer-buffers.js'
  * the connection's end; informational (1xx) heads skipped. No TLS (an
  * https URL goes through undici: http-post.ts), no compression (none is
  * asked for), no redirects, no proxy. A connection that misbehaves (bytes
- * while idle, more than its answer, a malformed head or chunk) is closed,
+ * while idle or past its answer, a malformed head or chunk) is closed,
  * never reused.
  */
 
@@ -112,7 +112,7 @@ class Connection {
     })
     this.socket.setNoDelay(true)
     this.socket.on('end', () => this.onEnd())
-    this.socket.on('error', (error) => this.fail(`request to the node failed: ${error.message}`))
+    this.socket.on('error', (error) => this.fail(error.message, error))
     this.socket.on('close', () => {
       this.fail('the connection closed before the whole answer arrived')
       clearTimeout(this.idleTimer)
@@ -190,14 +190,14 @@ class Connection {
 
   private readBody(exchange: Exchange) {
     const framing = exchange.framing!
+    // bytes past the answer belong to no request: the answer stands, the connection is not used again
     if (framing.kind === 'length') {
-      if (exchange.received > framing.total) throw new Error(`the node sent more than the ${framing.total} bytes it declared`)
-      if (exchange.received === framing.total) this.complete(exchange, framing.total)
+      if (exchange.received > framing.total) exchange.keepAlive = false
+      if (exchange.received >= framing.total) this.complete(exchange, framing.total)
     } else if (framing.kind === 'chunked') {
       dechunk(exchange)
       if (exchange.chunkState === 'done') {
-        // bytes after the last chunk belong to no request
-        if (exchange.received > exchange.decoded) throw new Error('the node sent bytes after its chunked answer')
+        if (exchange.received > exchange.decoded) exchange.keepAlive = false
         this.complete(exchange, exchange.decoded)
       }
     }
@@ -234,14 +234,14 @@ class Connection {
   }
 
   /** Fails the exchange in progress (once) and closes the connection. */
-  fail(message: string) {
+  fail(message: string, cause?: Error) {
     const exchange = this.exchange
     this.socket.destroy()
     if (!exchange || exchange.settled) return
     exchange.settled = true
     this.exchange = undefined
     if (exchange.body) exchange.buffers.giveBack(exchange.body)
-    exchange.reject(new SocketExchangeError(message))
+    exchange.reject(new SocketExchangeError(message, { cause }))
   }
 }
 
