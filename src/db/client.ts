@@ -21,6 +21,10 @@ export function createDatabase(options: DatabaseOptions): Database {
     backoff: (attempt: number) => Math.min(0.1 * 2 ** attempt, 1),
     idle_timeout: 60,
     onnotice: () => {},
+    // no JIT compilation: the planner's cost estimate of a commit statement (thousands of rows through a dozen
+    // upserts) passes jit_above_cost, and compiling it cost ~250 ms a statement for nothing in return: the commit
+    // bench spent ~20% less PostgreSQL CPU per row without it (BENCHMARKS.md); the API's reads are small
+    connection: { jit: 'off' },
   })
   return drizzle(client, { schema }) as Database
 }

@@ -87,6 +87,11 @@ afterAll(async () => {
 })
 
 describe('commitRanges', () => {
+  it('runs on connections without JIT compilation, which a commit statement paid for and never gained from', async () => {
+    const [{ jit }] = await database.db.$client<{ jit: string }[]>`show jit`
+    expect(jit).toBe('off')
+  })
+
   it('leaves exactly what single commits leave, with an event per range and code and a notice per range', async () => {
     const notices: EventsNotice[] = []
     const listening = await database.db.$client.listen(ATTRIBUTION_EVENTS_CHANNEL, (payload) => notices.push(JSON.parse(payload) as EventsNotice))
