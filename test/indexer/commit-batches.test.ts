@@ -88,8 +88,8 @@ afterAll(async () => {
 
 describe('commitRanges', () => {
   it('runs on connections without JIT compilation, which a commit statement paid for and never gained from', async () => {
-    const [{ jit }] = await database.db.$client<{ jit: string }[]>`show jit`
-    expect(jit).toBe('off')
+    const [row] = await database.db.$client<{ jit: string }[]>`show jit`
+    expect(row?.jit).toBe('off')
   })
 
   it('leaves exactly what single commits leave, with an event per range and code and a notice per range', async () => {
