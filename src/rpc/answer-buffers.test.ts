@@ -32,6 +32,18 @@ describe('answer buffers', () => {
     expect(buffers.held.count).toBe(3)
   })
 
+  it('keeps fewer once told to (the requests in flight went down), the largest, and more again once told', () => {
+    const buffers = createAnswerBuffers({ kept: 4 })
+    const taken = [1, 2, 4, 8].map((size) => buffers.takeBuffer(size * MiB))
+    for (const buffer of taken) buffers.giveBack(buffer)
+    buffers.keep(2)
+    expect(buffers.held).toEqual({ count: 2, bytes: 12 * MiB })
+    buffers.keep(3)
+    const again = [1, 2, 3].map(() => buffers.takeBuffer(MiB))
+    for (const buffer of again) buffers.giveBack(buffer)
+    expect(buffers.held).toEqual({ count: 3, bytes: 13 * MiB })
+  })
+
   it('does not keep a buffer larger than 32 MiB', () => {
     const buffers = createAnswerBuffers({ kept: 2 })
     buffers.giveBack(buffers.takeBuffer(40 * MiB))

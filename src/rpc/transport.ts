@@ -100,6 +100,7 @@ export function createTransport(options: TransportOptions) {
   function follow() {
     sizer.setSize(search.point.batch)
     limiter.setLimit(search.point.inFlight)
+    buffers.keep(search.point.inFlight + 1)
     observer.operatingPoint?.(operatingPoint())
   }
 
