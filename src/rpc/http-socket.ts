@@ -101,7 +101,7 @@ class Connection {
   private idleTimer: NodeJS.Timeout | undefined
 
   constructor(
-    readonly target: Target,
+    target: Target,
     private readonly onIdle: (connection: Connection) => void,
     private readonly onGone: (connection: Connection) => void,
   ) {
@@ -126,10 +126,6 @@ class Connection {
     this.exchange = exchange
     this.headLength = 0
     this.socket.write(request, 'utf8')
-  }
-
-  destroy() {
-    this.socket.destroy()
   }
 
   /** Where the next read lands: the head buffer until the head is read, then the body buffer. */
