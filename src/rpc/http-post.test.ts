@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createAnswerBuffers } from './answer-buffers.js'
-import { decodeBody, postJson, RpcNetworkError } from './http-post.js'
+import { decodeBody, postJson, postJsonOverUndici, RpcNetworkError } from './http-post.js'
 
 /** A node that declares `declared` bytes and sends `body`, then ends the connection. */
 function lyingNode(declared: number, body: string): Promise<Server> {
@@ -16,7 +16,11 @@ function lyingNode(declared: number, body: string): Promise<Server> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)))
 }
 
-describe('postJson', () => {
+// the socket reader (http URLs) and undici (https URLs, the bench's plain client) keep the same promises
+describe.each([
+  ['postJson (socket reader)', postJson],
+  ['postJsonOverUndici', postJsonOverUndici],
+])('%s', (_, post) => {
   let server: Server
   beforeAll(async () => {
     server = await lyingNode(1_500_000_000, '{"jsonrpc":"2.0","id":0,"result":"0x1"}')
@@ -28,7 +32,7 @@ describe('postJson', () => {
     const before = process.memoryUsage().arrayBuffers
     let peak = before
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().arrayBuffers)), 1)
-    const error = await postJson(url, '{}', 5_000, createAnswerBuffers({ kept: 1 })).catch((caught: unknown) => caught)
+    const error = await post(url, '{}', 5_000, createAnswerBuffers({ kept: 1 })).catch((caught: unknown) => caught)
     clearInterval(sampler)
     peak = Math.max(peak, process.memoryUsage().arrayBuffers)
     expect(error).toBeInstanceOf(RpcNetworkError)
@@ -44,7 +48,7 @@ describe('postJson', () => {
     await new Promise<void>((resolve) => honest.listen(0, '127.0.0.1', () => resolve()))
     try {
       const buffers = createAnswerBuffers({ kept: 2 })
-      const answer = await postJson(`http://127.0.0.1:${(honest.address() as AddressInfo).port}`, '{}', 5_000, buffers)
+      const answer = await post(`http://127.0.0.1:${(honest.address() as AddressInfo).port}`, '{}', 5_000, buffers)
       expect(answer.status).toBe(200)
       expect(answer.body.length).toBe(answerBody.length)
       expect(answer.text).toBe(answerBody)
