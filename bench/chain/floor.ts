@@ -14,9 +14,9 @@ import { flushDirtyPages } from '../lib/process.js'
  * answer read into a reused buffer and decoded as Latin-1 when ASCII: the
  * fastest plain client, not a handicapped one. (The indexer reads http
  * answers with its own socket reader, http-socket.ts: not a plain client,
- * and what it saves is the indexer's, as the block scanner's is.) It behaves as a plain client should on a
- * node that pushes back: a 429 is asked again once its Retry-After has
- * passed. `sweepFloor` tries it at every batch size × concurrency and keeps
+ * and what it saves is the indexer's, as the block scanner's is.) It
+ * behaves as a plain client should on a node that pushes back: a 429 is
+ * asked again once its Retry-After has passed. `sweepFloor` tries it at every batch size × concurrency and keeps
  * the fastest, so the floor is this client at its best operating point on
  * the node it runs against.
  *

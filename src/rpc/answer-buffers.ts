@@ -27,6 +27,8 @@ export type AnswerBufferOptions = {
 const SMALLEST = 64 * 1024
 /** Larger buffers are not kept: a one-off huge answer should not stay resident. */
 const LARGEST_KEPT = 32 * 1024 * 1024
+/** Room taken up front for a declared length at most: a node's header is no reason to allocate gigabytes before a byte arrives. */
+const MOST_RESERVED = 32 * 1024 * 1024
 
 /** The power-of-two size class a request of `bytes` falls in. */
 const sizeOf = (bytes: number) => Math.max(SMALLEST, 2 ** Math.ceil(Math.log2(Math.max(1, bytes))))
@@ -57,6 +59,19 @@ export function createAnswerBuffers(options: AnswerBufferOptions) {
     trim()
   }
 
+  /** A buffer for an answer that declares `bytes` (Content-Length), reserving no more than MOST_RESERVED up front. */
+  function reserve(bytes: number): Buffer {
+    return takeBuffer(Math.min(bytes, MOST_RESERVED))
+  }
+
+  /** A larger buffer holding `used` bytes of `buffer` (given back), with room for `atLeast` bytes in all. */
+  function grow(buffer: Buffer, used: number, atLeast: number): Buffer {
+    const larger = takeBuffer(Math.max(atLeast, 2 * buffer.length))
+    buffer.copy(larger, 0, 0, used)
+    giveBack(buffer)
+    return larger
+  }
+
   /**
    * Keeps `count` free buffers from now on (the transport's requests in
    * flight now, and one to spare for the search's next step up): a dense
@@ -70,6 +85,8 @@ export function createAnswerBuffers(options: AnswerBufferOptions) {
 
   return {
     takeBuffer,
+    reserve,
+    grow,
     giveBack,
     keep,
     /** Free buffers held now, and their bytes (for tests). */

@@ -43,21 +43,13 @@ export function decodeBody(body: Buffer): string {
   return isAscii(body) ? body.toString('latin1') : body.toString('utf8')
 }
 
-/** Room taken up front for a declared Content-Length at most: a node's header is no reason to allocate gigabytes before a byte arrives. */
-const MOST_RESERVED = 32 * 1024 * 1024
-
 /** Reads a body into a reused buffer, sized by Content-Length when the node sends one, grown as bytes arrive beyond it. */
 async function readBody(chunks: AsyncIterable<Buffer>, contentLength: number, buffers: AnswerBuffers): Promise<{ buffer: Buffer; length: number }> {
-  let buffer = buffers.takeBuffer(Math.min(contentLength, MOST_RESERVED))
+  let buffer = buffers.reserve(contentLength)
   let length = 0
   try {
     for await (const chunk of chunks) {
-      if (length + chunk.length > buffer.length) {
-        const larger = buffers.takeBuffer(2 * (length + chunk.length))
-        buffer.copy(larger, 0, 0, length)
-        buffers.giveBack(buffer)
-        buffer = larger
-      }
+      if (length + chunk.length > buffer.length) buffer = buffers.grow(buffer, length, length + chunk.length)
       chunk.copy(buffer, length)
       length += chunk.length
     }
@@ -96,25 +88,9 @@ export function parseRetryAfter(header: string | string[] | undefined): number |
  * http URL goes over the project's socket reader (http-socket.ts: the
  * answer lands in the buffer with no copy); an https one over undici.
  */
-export async function postJson(url: string, requestBody: string, timeoutMs: number, buffers: AnswerBuffers): Promise<HttpAnswer> {
+export function postJson(url: string, requestBody: string, timeoutMs: number, buffers: AnswerBuffers): Promise<HttpAnswer> {
   if (!url.startsWith('http:')) return postJsonOverUndici(url, requestBody, timeoutMs, buffers)
-  const started = performance.now()
-  const signal = AbortSignal.timeout(timeoutMs)
-  try {
-    const { status, buffer, length, retryAfter } = await postOverSocket(url, requestBody, buffers, signal)
-    return httpAnswer(status, buffer.subarray(0, length), parseRetryAfter(retryAfter), performance.now() - started, releaseOnce(buffers, buffer))
-  } catch (error) {
-    if (signal.aborted) throw new RpcTimeoutError(timeoutMs)
-    throw new RpcNetworkError(`request to the node failed: ${(error as Error).message}`, { cause: error })
-  }
-}
-
-function releaseOnce(buffers: AnswerBuffers, buffer: Buffer): () => void {
-  let released = false
-  return () => {
-    if (!released) buffers.giveBack(buffer)
-    released = true
-  }
+  return timedPost(timeoutMs, buffers, (signal) => postOverSocket(url, requestBody, buffers, signal))
 }
 
 /**
@@ -123,14 +99,29 @@ function releaseOnce(buffers: AnswerBuffers, buffer: Buffer): () => void {
  * streams copied and decoded it in small steps (about a fifth of the
  * indexer's CPU in the backfill profile).
  */
-export async function postJsonOverUndici(url: string, requestBody: string, timeoutMs: number, buffers: AnswerBuffers): Promise<HttpAnswer> {
-  const started = performance.now()
-  const signal = AbortSignal.timeout(timeoutMs)
-  try {
+export function postJsonOverUndici(url: string, requestBody: string, timeoutMs: number, buffers: AnswerBuffers): Promise<HttpAnswer> {
+  return timedPost(timeoutMs, buffers, async (signal) => {
     const response = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: requestBody, signal })
     const declared = Number(response.headers['content-length'])
     const { buffer, length } = await readBody(response.body as AsyncIterable<Buffer>, Number.isSafeInteger(declared) && declared > 0 ? declared : 0, buffers)
-    return httpAnswer(response.statusCode, buffer.subarray(0, length), parseRetryAfter(response.headers['retry-after']), performance.now() - started, releaseOnce(buffers, buffer))
+    return { status: response.statusCode, buffer, length, retryAfter: response.headers['retry-after'] }
+  })
+}
+
+type RawAnswer = { status: number; buffer: Buffer; length: number; retryAfter: string | string[] | undefined }
+
+/** One POST under a timeout, whichever client sends it: its answer as an HttpAnswer, its failure as a timeout or a network error. */
+async function timedPost(timeoutMs: number, buffers: AnswerBuffers, post: (signal: AbortSignal) => Promise<RawAnswer>): Promise<HttpAnswer> {
+  const started = performance.now()
+  const signal = AbortSignal.timeout(timeoutMs)
+  try {
+    const { status, buffer, length, retryAfter } = await post(signal)
+    let released = false
+    const release = () => {
+      if (!released) buffers.giveBack(buffer)
+      released = true
+    }
+    return httpAnswer(status, buffer.subarray(0, length), parseRetryAfter(retryAfter), performance.now() - started, release)
   } catch (error) {
     if (signal.aborted) throw new RpcTimeoutError(timeoutMs)
     throw new RpcNetworkError(`request to the node failed: ${(error as Error).message}`, { cause: error })
