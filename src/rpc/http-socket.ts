@@ -35,14 +35,11 @@ const READ_AT_LEAST = 64 * 1024
 const HEAD_AT_MOST = 64 * 1024
 /** First buffer for a body of undeclared length; grown by doubling. */
 const UNDECLARED_FIRST = 256 * 1024
-/** Room taken up front for a declared Content-Length at most: a node's header is no reason to allocate gigabytes. */
-const MOST_RESERVED = 32 * 1024 * 1024
 /** An idle connection is closed after this long (undici's default keep-alive too): servers close theirs after a few seconds. */
 const IDLE_MS = 4_000
 /** Longest chunk-size line (with extensions) read. */
 const CHUNK_LINE_AT_MOST = 4096
 
-const CRLF = Buffer.from('\r\n', 'latin1')
 const HEAD_END = Buffer.from('\r\n\r\n', 'latin1')
 
 type Target = { host: string; port: number; key: string; path: string; authorization: string | undefined }
@@ -135,7 +132,8 @@ class Connection {
     const framing = exchange.framing!
     // a declared length is read exactly (a byte past it belongs to no request), in a buffer that holds it
     const left = framing.kind === 'length' ? Math.max(1, framing.total - exchange.received) : READ_AT_MOST
-    if (exchange.body.length - exchange.received < Math.min(left, READ_AT_LEAST)) this.grow(exchange, exchange.received + Math.min(left, READ_AT_LEAST))
+    const room = Math.min(left, READ_AT_LEAST)
+    if (exchange.body.length - exchange.received < room) exchange.body = exchange.buffers.grow(exchange.body, exchange.received, exchange.received + room)
     return exchange.body.subarray(exchange.received, Math.min(exchange.body.length, exchange.received + Math.min(left, READ_AT_MOST)))
   }
 
@@ -176,8 +174,8 @@ class Connection {
       if (!informational) break
     }
     const framing = exchange.framing!
-    const first = framing.kind === 'length' ? Math.min(framing.total, MOST_RESERVED) : UNDECLARED_FIRST
-    exchange.body = exchange.buffers.takeBuffer(Math.max(first, this.headLength))
+    exchange.body =
+      framing.kind === 'length' ? exchange.buffers.reserve(Math.max(framing.total, this.headLength)) : exchange.buffers.takeBuffer(Math.max(UNDECLARED_FIRST, this.headLength))
     this.head.copy(exchange.body, 0, 0, this.headLength)
     exchange.received = this.headLength
     this.headLength = 0
@@ -207,13 +205,6 @@ class Connection {
     }
     // the server will send nothing more: the 'close' that follows fails whatever is still waiting
     this.socket.end()
-  }
-
-  private grow(exchange: Exchange, bytes: number) {
-    const larger = exchange.buffers.takeBuffer(Math.max(bytes, 2 * exchange.body!.length))
-    exchange.body!.copy(larger, 0, 0, exchange.received)
-    exchange.buffers.giveBack(exchange.body!)
-    exchange.body = larger
   }
 
   private complete(exchange: Exchange, length: number) {
@@ -307,26 +298,51 @@ function dechunk(exchange: Exchange) {
       exchange.chunkState = 'size'
       continue
     }
-    const lineEnd = body.subarray(at, end).indexOf(CRLF)
+    const lineEnd = lineEndIn(body, at, end)
     if (lineEnd < 0) {
       if (end - at > CHUNK_LINE_AT_MOST) throw new Error('the node sent a chunk-size line without an end')
       break
     }
-    const line = body.toString('latin1', at, at + lineEnd)
-    at += lineEnd + 2
+    const lineStart = at
+    at = lineEnd + 2
     if (exchange.chunkState === 'trailer') {
       // trailers are read past; an empty line ends the answer
-      if (line === '') exchange.chunkState = 'done'
+      if (lineEnd === lineStart) exchange.chunkState = 'done'
       continue
     }
-    const size = line.split(';')[0]!.trim()
-    if (!/^[0-9a-fA-F]{1,8}$/.test(size)) throw new Error(`the node sent an invalid chunk size: ${JSON.stringify(line.slice(0, 40))}`)
-    exchange.chunkLeft = Number.parseInt(size, 16)
-    exchange.chunkState = exchange.chunkLeft === 0 ? 'trailer' : 'data'
+    const size = chunkSize(body, lineStart, lineEnd)
+    if (size < 0) throw new Error(`the node sent an invalid chunk size: ${JSON.stringify(body.toString('latin1', lineStart, Math.min(lineEnd, lineStart + 40)))}`)
+    exchange.chunkLeft = size
+    exchange.chunkState = size === 0 ? 'trailer' : 'data'
   }
   // the undecoded tail (part of a line) moves down next to the decoded data, so the buffer holds about the answer's size
   if (at !== exchange.decoded) body.copy(body, exchange.decoded, at, end)
   exchange.received = exchange.decoded + (end - at)
+}
+
+/** Where the CRLF ending the line at `from` starts, or -1 when it has not arrived by `end`. Read byte by byte: lines are short, and a node may send a million of them. */
+function lineEndIn(body: Buffer, from: number, end: number): number {
+  for (let i = from; i < end - 1; i++) if (body[i] === 13 && body[i + 1] === 10) return i
+  return -1
+}
+
+/** Whitespace as String.prototype.trim sees it among Latin-1 bytes. */
+const isBlank = (byte: number | undefined) => byte === 32 || (byte !== undefined && byte >= 9 && byte <= 13) || byte === 160
+
+/** The chunk size of the line `body[from, to)`: 1 to 8 hex digits, blanks around them, extensions after a `;`; -1 when it is not one. */
+function chunkSize(body: Buffer, from: number, to: number): number {
+  let at = from
+  while (at < to && isBlank(body[at])) at++
+  let size = 0
+  let digits = 0
+  for (; at < to; at++, digits++) {
+    const byte = body[at]!
+    const value = byte >= 48 && byte <= 57 ? byte - 48 : byte >= 97 && byte <= 102 ? byte - 87 : byte >= 65 && byte <= 70 ? byte - 55 : -1
+    if (value < 0) break
+    size = size * 16 + value
+  }
+  while (at < to && isBlank(body[at])) at++
+  return digits >= 1 && digits <= 8 && (at === to || body[at] === 59) ? size : -1
 }
 
 /** Idle connections by host and port, the most recently used last. */
