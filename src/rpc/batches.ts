@@ -119,6 +119,7 @@ export function createBatches(pool: EndpointPool, options: { timeoutMs: number }
       endpoint.transport.callMany({
         method: 'eth_getBlockByNumber',
         sizeKey: 'eth_getBlockByNumber(full)',
+        paced: true,
         params: numbers.map((number) => [numberToHex(number), true]),
         readBatch: (body, positions) => {
           endpoint.meter.bytes(body.length)

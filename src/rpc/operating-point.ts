@@ -106,10 +106,10 @@ export function createOperatingPointSearch(options: OperatingPointOptions) {
 
   const same = (a: OperatingPoint, b: OperatingPoint) => a.batch === b.batch && a.inFlight === b.inFlight
 
-  function moveTo(point: OperatingPoint, now: number) {
+  function moveTo(point: OperatingPoint) {
     current = point
     epoch++
-    window = { startedAt: now, calls: 0, bytes: 0, answers: 0 }
+    window = { startedAt: Number.NaN, calls: 0, bytes: 0, answers: 0 }
   }
 
   /** The next neighbour to try (skipping those a cap makes equal to the base), or undefined. */
@@ -126,30 +126,30 @@ export function createOperatingPointSearch(options: OperatingPointOptions) {
   }
 
   /** A window at `current` is over: measure the base, try a neighbour, or judge it against the base around it. */
-  function judge(rate: number, now: number) {
+  function judge(rate: number) {
     if (trying) {
       // the neighbour measured: back to the base once more before judging
       tried = { move: trying, point: current, rate }
       trying = undefined
-      return moveTo(base, now)
+      return moveTo(base)
     }
-    if (tried) return judgeTried(tried, rate, now)
+    if (tried) return judgeTried(tried, rate)
     // the base measured: note it, then try a neighbour (at once while searching, now and then once settled)
     if (settled() && settledRate !== undefined && Math.abs(rate - settledRate) > 0.25 * settledRate) {
       // the node got faster or slower: search again from here
       lostInRow = 0
       baseRate = rate
     } else baseRate = baseRate === undefined || !settled() ? rate : Math.max(rate, baseRate * 0.9 + rate * 0.1)
-    if (settled() && ++windowsSettled < settledWindows) return moveTo(base, now)
+    if (settled() && ++windowsSettled < settledWindows) return moveTo(base)
     windowsSettled = 0
-    tryNext(now)
+    tryNext()
   }
 
-  function tryNext(now: number) {
+  function tryNext() {
     const move = pickMove()
-    if (!move) return moveTo(base, now)
+    if (!move) return moveTo(base)
     trying = move
-    moveTo(neighbour(move), now)
+    moveTo(neighbour(move))
   }
 
   /**
@@ -157,7 +157,7 @@ export function createOperatingPointSearch(options: OperatingPointOptions) {
    * of the two clearly; fewer in flight must deliver about as much as their
    * mean; another batch size at the same requests in flight must beat their mean.
    */
-  function judgeTried(neighbourRun: { move: Move; point: OperatingPoint; rate: number }, after: number, now: number) {
+  function judgeTried(neighbourRun: { move: Move; point: OperatingPoint; rate: number }, after: number) {
     tried = undefined
     const { move, point, rate } = neighbourRun
     const before = baseRate ?? after
@@ -169,18 +169,18 @@ export function createOperatingPointSearch(options: OperatingPointOptions) {
       lostInRow = 0
       // the same way again while it pays
       const next = neighbour(move)
-      if (same(next, base)) return moveTo(base, now)
+      if (same(next, base)) return moveTo(base)
       trying = move
-      return moveTo(next, now)
+      return moveTo(next)
     }
     baseRate = after
     lostInRow++
     nextMove = (nextMove + 1) % MOVES.length
     if (settled()) {
       settledRate = baseRate
-      return moveTo(base, now)
+      return moveTo(base)
     }
-    tryNext(now)
+    tryNext()
   }
 
   return {
@@ -202,19 +202,24 @@ export function createOperatingPointSearch(options: OperatingPointOptions) {
     /** An answer of `calls` calls in `bytes`, to a request sent under `sentEpoch`. */
     answered(sentEpoch: number, calls: number, bytes: number, now: number) {
       if (sentEpoch !== epoch) return
-      if (Number.isNaN(window.startedAt)) window.startedAt = now
+      if (Number.isNaN(window.startedAt)) {
+        // the window opens at the point's first answer: from the move until then the node was still
+        // answering what was sent before it, and a rate over that time would measure the old point
+        window.startedAt = now
+        return
+      }
       window.calls += calls
       window.bytes += bytes
       window.answers++
     },
     /** Looks at the window; returns true when the point changed. */
     tick(now: number): boolean {
-      if (Number.isNaN(window.startedAt)) window.startedAt = now
+      if (Number.isNaN(window.startedAt)) return false
       const elapsed = now - window.startedAt
       if (elapsed < windowMs || window.answers < minAnswers) return false
       last = { callsPerSecond: (window.calls * 1000) / elapsed, bytesPerSecond: (window.bytes * 1000) / elapsed }
       const before = current
-      judge(last.bytesPerSecond, now)
+      judge(last.bytesPerSecond)
       return !same(before, current)
     },
     /** The most calls a batch can carry now (the byte budget over the largest calls, a node's named limit): the search stays within it. */

@@ -107,3 +107,40 @@ describe('a batch that breaks without naming a limit', () => {
     expect(lengths).toEqual([20, 1, 20, 1, 20, 1])
   })
 })
+
+describe('batches are cut when their request goes out', () => {
+  /** A node that names its batch limit: more than 5 calls get one error object answering the whole batch. */
+  let node: Server
+  let nodeUrl: string
+  const lengths: number[] = []
+  beforeAll(async () => {
+    node = createServer((req, res) => {
+      let body = ''
+      req.on('data', (chunk) => (body += chunk))
+      req.on('end', () => {
+        const parsed = JSON.parse(body) as { id: number; params: [string] } | Array<{ id: number; params: [string] }>
+        const calls = Array.isArray(parsed) ? parsed : [parsed]
+        lengths.push(calls.length)
+        res.setHeader('content-type', 'application/json')
+        if (calls.length > 5) return void res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'batch limit 5 exceeded' } }))
+        const answers = calls.map(({ id, params }) => ({ jsonrpc: '2.0', id, result: Number(params[0]) }))
+        res.end(JSON.stringify(Array.isArray(parsed) ? answers : answers[0]))
+      })
+    })
+    await new Promise<void>((resolve) => node.listen(0, '127.0.0.1', resolve))
+    nodeUrl = `http://127.0.0.1:${(node.address() as AddressInfo).port}`
+  })
+  afterAll(() => new Promise<void>((resolve) => node.close(() => resolve())))
+
+  it('a limit learned from one answer holds for the batches already waiting in line: the node refuses one batch, not one per batch queued', async () => {
+    const transport = createTransport({ url: nodeUrl, timeoutMs: 5_000, maxBatchSize: 20, maxBatchBytes: 2 ** 30, concurrency: 1, maxConcurrency: 1, maxAttempts: 2 })
+    const params = Array.from({ length: 81 }, (_, i) => [String(i)])
+    const results = await transport.callMany({ method: 'eth_x', params, readResult: (result: unknown) => result as number })
+    expect(results).toEqual(Array.from({ length: 81 }, (_, i) => i))
+    // the single call that sizes the rest, one batch of 20 refused, then every call in batches of 5 (80 calls: 16)
+    expect(lengths[0]).toBe(1)
+    expect(lengths.filter((length) => length > 5)).toEqual([20])
+    expect(lengths.slice(2).every((length) => length === 5)).toBe(true)
+    expect(lengths.length).toBe(2 + 16)
+  })
+})

@@ -68,6 +68,12 @@ export type CallSpec<T> = {
    * parsing it and reading each result with `readResult`.
    */
   readBatch?: (body: Buffer, positions: readonly number[]) => T[]
+  /**
+   * The calls whose answers measure the operating point (full blocks: the
+   * bulk of the bytes and of a node's work); the others are sent at the
+   * same point. Without paced calls the point stays where it starts.
+   */
+  paced?: boolean
   /** One call's result (null when the node has none); throws an error that no retry fixes. */
   readResult: ReadResult<T>
 }
@@ -110,32 +116,40 @@ export function createTransport(options: TransportOptions) {
   }
 
   /**
-   * The search's clock runs only while a request is out: a backfill asks in
-   * bursts (a range's blocks, then its receipts and commit), and time with
-   * nothing asked says nothing of the node; counted, it made every window's
-   * rate a measure of the caller instead.
+   * The search measures the paced calls (full blocks) alone, on a clock that
+   * runs only while one of them is waited for: in line for a slot or out.
+   * A backfill asks in bursts (a range's blocks, then its receipts and
+   * commit): time with no block asked says nothing of the node, and a window
+   * of receipts answers (a few kilobytes for a round trip each) read as a
+   * node twenty times slower. Time in line counts: with fewer requests in
+   * flight a block waits longer for its slot, and a clock that ran only
+   * while one was out would read that point as no slower.
    */
-  const busy = { out: 0, since: 0, ms: 0 }
-  const busyClock = () => busy.ms + (busy.out > 0 ? performance.now() - busy.since : 0)
-  async function whileOut<R>(request: () => Promise<R>): Promise<R> {
-    if (busy.out++ === 0) busy.since = performance.now()
+  const paced = { waited: 0, since: 0, ms: 0 }
+  const pacedClock = () => paced.ms + (paced.waited > 0 ? performance.now() - paced.since : 0)
+  async function whilePacedWaited<R>(request: () => Promise<R>): Promise<R> {
+    if (paced.waited++ === 0) paced.since = performance.now()
     try {
       return await request()
     } finally {
-      if (--busy.out === 0) busy.ms += performance.now() - busy.since
+      if (--paced.waited === 0) paced.ms += performance.now() - paced.since
     }
   }
 
-  /** An answer delivered `calls` calls in `bytes`, to a request sent under `epoch`: the search's measure. */
+  /** A paced answer delivered `calls` calls in `bytes`, to a request sent under `epoch`: the search's measure. */
   function measure(epoch: number, calls: number, bytes: number) {
-    const now = busyClock()
+    const now = pacedClock()
     search.answered(epoch, calls, bytes, now)
-    const wallNow = performance.now()
-    if (wallNow - rateLimitedAt > RATE_LIMIT_QUIET_MS && search.caps.inFlight < options.maxConcurrency) {
-      rateLimitedAt = wallNow
+    if (search.tick(now)) follow()
+  }
+
+  /** After a quiet spell since the last 429, one more request in flight may be tried. */
+  function liftRateLimitCap() {
+    const now = performance.now()
+    if (now - rateLimitedAt > RATE_LIMIT_QUIET_MS && search.caps.inFlight < options.maxConcurrency) {
+      rateLimitedAt = now
       search.raiseInFlightCap(search.caps.inFlight + 1)
     }
-    if (search.tick(now)) follow()
   }
 
   /** A request of `calls` calls of `key` answered whole, in `bytes`: the sizer learns from it. */
@@ -147,11 +161,36 @@ export function createTransport(options: TransportOptions) {
 
   /** One HTTP request for the calls at `positions`: what came back, call by call. */
   async function send<T>(spec: CallSpec<T>, positions: readonly number[]): Promise<Answered<T>> {
-    // the batch was sized under the point now: its answer measures this point
-    const epoch = search.epoch
+    return (await sendWhenFree(spec, () => positions))!.answered
+  }
+
+  /**
+   * One HTTP request once a slot is free, for the calls `take` gives then
+   * (none: no request, and the slot goes to the next in line). The batch is
+   * cut and tagged with the point when it goes out, and what its answer
+   * teaches (a limit, a 429) is learned before the slot goes to the next
+   * batch in line. Cut when they were queued, batches would reach the node
+   * at the old size long after a move or a refusal: every batch queued
+   * behind a refused one refused too, and the search's window measuring
+   * the old point.
+   */
+  async function sendWhenFree<T>(spec: CallSpec<T>, take: () => readonly number[] | undefined): Promise<{ positions: readonly number[]; answered: Answered<T> } | undefined> {
+    const inLine = () =>
+      limiter.run(async () => {
+        const positions = take()
+        if (!positions) return undefined
+        const answered = await exchange(spec, positions, search.epoch)
+        for (const group of answered.failed) react(group.failure, positions.length)
+        return { positions, answered }
+      })
+    return spec.paced ? whilePacedWaited(inLine) : inLine()
+  }
+
+  /** The request for the calls at `positions`, sent under the point `epoch`, and its answer read. */
+  async function exchange<T>(spec: CallSpec<T>, positions: readonly number[], epoch: number): Promise<Answered<T>> {
     let answer: HttpAnswer
     try {
-      answer = await limiter.run(() => whileOut(() => postJson(options.url, requestBody(spec.method, spec.params, positions), options.timeoutMs, buffers)))
+      answer = await postJson(options.url, requestBody(spec.method, spec.params, positions), options.timeoutMs, buffers)
     } catch (error) {
       if (error instanceof RpcTimeoutError) return allFailed(positions, new RpcFailure('timeout', error.message))
       if (error instanceof RpcNetworkError) return allFailed(positions, new RpcFailure('network', error.message))
@@ -159,7 +198,10 @@ export function createTransport(options: TransportOptions) {
     }
     try {
       const answered = readAnswer(spec, positions, answer)
-      if (answered.done.length > 0) measure(epoch, answered.done.length, answer.body.length)
+      if (answered.done.length > 0) {
+        liftRateLimitCap()
+        if (spec.paced) measure(epoch, answered.done.length, answer.body.length)
+      }
       return answered
     } finally {
       answer.release()
@@ -228,12 +270,39 @@ export function createTransport(options: TransportOptions) {
       for (const [position, result] of answered.done) results[position] = result
     }
 
-    /** Asks for the calls at `positions`, in batches of the size the sizer gives now. */
+    /**
+     * Asks for the calls at `positions` in batches, each of the size the
+     * sizer gives when its request goes out. The queue holds a place in the
+     * line of requests for every batch it makes at the size wanted now; a
+     * place whose turn comes after the size grew finds nothing left and
+     * passes, and more places are taken when it shrank.
+     */
     async function run(positions: readonly number[]): Promise<void> {
-      const rest = await sizedFirst(positions)
-      const size = sizer.sizeFor(key)
-      observer.batchSize?.(key, size)
-      await Promise.all(chunksOf(rest, size).map(runChunk))
+      const queue = [...(await sizedFirst(positions))]
+      observer.batchSize?.(key, sizer.sizeFor(key))
+      const turns: Promise<void>[] = []
+      let placed = 0
+      const takeBatch = () => {
+        placed--
+        const batch = queue.length > 0 ? queue.splice(0, sizer.sizeFor(key)) : undefined
+        holdPlaces()
+        return batch
+      }
+      const holdPlaces = () => {
+        for (const wanted = Math.ceil(queue.length / sizer.sizeFor(key)); placed < wanted; placed++) {
+          const next = turn()
+          // handled here too: once one turn fails for good, the rest run on unawaited
+          next.catch(() => {})
+          turns.push(next)
+        }
+      }
+      async function turn(): Promise<void> {
+        const sent = await sendWhenFree(spec, takeBatch)
+        if (sent) await settle(sent.positions, sent.answered)
+      }
+      holdPlaces()
+      // turns are added while earlier ones run
+      for (let i = 0; i < turns.length; i++) await turns[i]
     }
 
     /**
@@ -259,14 +328,17 @@ export function createTransport(options: TransportOptions) {
     }
 
     async function runChunk(chunk: readonly number[]): Promise<void> {
-      const answered = await send(spec, chunk)
+      await settle(chunk, await send(spec, chunk))
+    }
+
+    /** The results of a request for `chunk` kept, its failures recovered from. */
+    async function settle(chunk: readonly number[], answered: Answered<T>): Promise<void> {
       keep(answered)
       await Promise.all(answered.failed.map((group) => recover(group, chunk)))
     }
 
-    /** What follows a failure of the calls at `positions`, met in a request for `chunk`. */
+    /** What follows a failure of the calls at `positions`, met in a request for `chunk` (what it taught was learned as it came). */
     async function recover({ positions, failure }: FailedCalls, chunk: readonly number[]): Promise<void> {
-      react(failure, chunk.length)
       const wholeBatch = chunk.length > 1 && positions.length === chunk.length
       // a node's time per call, not the answer's bytes, can be what a batch is too long for: a light
       // method's batch (sized by bytes) would time out again at its next size, so its length is learned
@@ -289,7 +361,6 @@ export function createTransport(options: TransportOptions) {
       keep(alone)
       const down = alone.failed.find((group) => group.failure.kind !== 'item_error')
       if (down) {
-        react(down.failure, 1)
         await countAttempt(chunk, down.failure)
         return run(chunk)
       }
@@ -337,12 +408,6 @@ export function createTransport(options: TransportOptions) {
 }
 
 export type Transport = ReturnType<typeof createTransport>
-
-function chunksOf(positions: readonly number[], size: number): number[][] {
-  const chunks: number[][] = []
-  for (let start = 0; start < positions.length; start += size) chunks.push(positions.slice(start, start + size))
-  return chunks
-}
 
 /** Two halves (the first the shorter), none empty. */
 function halves(positions: readonly number[]): number[][] {
