@@ -44,7 +44,7 @@ export function createBatchSizer(options: BatchSizerOptions) {
   /**
    * Calls to put in the next batch of `method`. The searched size counts the
    * heaviest calls (full blocks); a lighter method's batch carries as many
-   * bytes, so a range's receipts take a request or two rather than one per
+   * bytes, so a range's receipts take one request rather than one per
    * size's worth of calls: on a remote node every request costs a round trip.
    */
   function sizeFor(method: string): number {

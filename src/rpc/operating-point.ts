@@ -7,8 +7,8 @@
  * after another on one thread serves batches of ten better than fifty; a
  * hosted provider adds 50 ms to every answer and refuses past 8 in flight.
  * No fixed setting, and no rule that grows until pushed back, fits all of
- * them, so this search measures delivered work (bytes per second of
- * answers, which are blocks, receipts and headers alike) over short windows
+ * them, so this search measures delivered work (bytes per second of the
+ * answers the transport paces by: full blocks) over short windows
  * and climbs one coordinate at a time: a neighbouring point is tried for a
  * window and kept only if it delivers more. A point with more load (more in
  * flight) must deliver clearly more to be kept; one with less load is kept
@@ -23,9 +23,10 @@
  * or slower is followed.
  *
  * Pure: time comes in as arguments (the transport's clock runs only while
- * a request is out, so a caller that pauses does not read as a slow node);
- * answers are counted only under the point their request was sent with
- * (`epoch`), so a window measures that point alone.
+ * a block is waited for, so a caller that pauses does not read as a slow
+ * node); answers are counted only under the point their request was sent
+ * with (`epoch`), and a window opens at the first of them, so a window
+ * measures that point alone.
  */
 export type OperatingPoint = { batch: number; inFlight: number }
 

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTransport } from './transport.js'
@@ -15,21 +15,34 @@ let url: string
 /** Calls per request the node received, in order (0 for a single call sent alone). */
 const received: number[] = []
 
-beforeAll(async () => {
-  server = createServer((req, res) => {
+type Call = { id: number; params: [string] }
+
+/** A JSON-RPC node on a free port: `serve` answers each request's calls (`batch`: they came as a batch). */
+async function startNode(serve: (calls: Call[], batch: boolean, res: ServerResponse, req: IncomingMessage) => void): Promise<{ server: Server; url: string }> {
+  const node = createServer((req, res) => {
     let body = ''
     req.on('data', (chunk) => (body += chunk))
     req.on('end', () => {
-      const parsed = JSON.parse(body) as { id: number } | Array<{ id: number }>
-      const calls = Array.isArray(parsed) ? parsed : [parsed]
-      received.push(Array.isArray(parsed) ? calls.length : 0)
-      const answers = calls.map(({ id }) => ({ jsonrpc: '2.0', id, result: { padding: 'x'.repeat(BLOCK_BYTES) } }))
-      res.setHeader('content-type', 'application/json')
-      res.end(JSON.stringify(Array.isArray(parsed) ? answers : answers[0]))
+      const parsed = JSON.parse(body) as Call | Call[]
+      serve(Array.isArray(parsed) ? parsed : [parsed], Array.isArray(parsed), res, req)
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  await new Promise<void>((resolve) => node.listen(0, '127.0.0.1', resolve))
+  return { server: node, url: `http://127.0.0.1:${(node.address() as AddressInfo).port}` }
+}
+
+/** Each call answered with `result(call)`, as a batch or as the single answer. */
+function answerEach(res: ServerResponse, calls: Call[], batch: boolean, result: (call: Call) => unknown) {
+  const answers = calls.map((call) => ({ jsonrpc: '2.0', id: call.id, result: result(call) }))
+  res.setHeader('content-type', 'application/json')
+  res.end(JSON.stringify(batch ? answers : answers[0]))
+}
+
+beforeAll(async () => {
+  ;({ server, url } = await startNode((calls, batch, res) => {
+    received.push(batch ? calls.length : 0)
+    answerEach(res, calls, batch, () => ({ padding: 'x'.repeat(BLOCK_BYTES) }))
+  }))
 })
 
 afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
@@ -56,21 +69,11 @@ describe('a batch that breaks without naming a limit', () => {
   let down = false
   const lengths: number[] = []
   beforeAll(async () => {
-    node = createServer((req, res) => {
-      let body = ''
-      req.on('data', (chunk) => (body += chunk))
-      req.on('end', () => {
-        const parsed = JSON.parse(body) as { id: number; params: [string] } | Array<{ id: number; params: [string] }>
-        const calls = Array.isArray(parsed) ? parsed : [parsed]
-        lengths.push(calls.length)
-        if (down || calls.length > 20) return void req.socket.destroy()
-        const answers = calls.map(({ id, params }) => ({ jsonrpc: '2.0', id, result: Number(params[0]) }))
-        res.setHeader('content-type', 'application/json')
-        res.end(JSON.stringify(Array.isArray(parsed) ? answers : answers[0]))
-      })
-    })
-    await new Promise<void>((resolve) => node.listen(0, '127.0.0.1', resolve))
-    nodeUrl = `http://127.0.0.1:${(node.address() as AddressInfo).port}`
+    ;({ server: node, url: nodeUrl } = await startNode((calls, batch, res, req) => {
+      lengths.push(calls.length)
+      if (down || calls.length > 20) return void req.socket.destroy()
+      answerEach(res, calls, batch, ({ params }) => Number(params[0]))
+    }))
   })
   afterAll(() => new Promise<void>((resolve) => node.close(() => resolve())))
 
@@ -114,21 +117,14 @@ describe('batches are cut when their request goes out', () => {
   let nodeUrl: string
   const lengths: number[] = []
   beforeAll(async () => {
-    node = createServer((req, res) => {
-      let body = ''
-      req.on('data', (chunk) => (body += chunk))
-      req.on('end', () => {
-        const parsed = JSON.parse(body) as { id: number; params: [string] } | Array<{ id: number; params: [string] }>
-        const calls = Array.isArray(parsed) ? parsed : [parsed]
-        lengths.push(calls.length)
+    ;({ server: node, url: nodeUrl } = await startNode((calls, batch, res) => {
+      lengths.push(calls.length)
+      if (calls.length > 5) {
         res.setHeader('content-type', 'application/json')
-        if (calls.length > 5) return void res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'batch limit 5 exceeded' } }))
-        const answers = calls.map(({ id, params }) => ({ jsonrpc: '2.0', id, result: Number(params[0]) }))
-        res.end(JSON.stringify(Array.isArray(parsed) ? answers : answers[0]))
-      })
-    })
-    await new Promise<void>((resolve) => node.listen(0, '127.0.0.1', resolve))
-    nodeUrl = `http://127.0.0.1:${(node.address() as AddressInfo).port}`
+        return void res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'batch limit 5 exceeded' } }))
+      }
+      answerEach(res, calls, batch, ({ params }) => Number(params[0]))
+    }))
   })
   afterAll(() => new Promise<void>((resolve) => node.close(() => resolve())))
 
