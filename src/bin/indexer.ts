@@ -83,7 +83,7 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
         timeoutMs: config.RPC_TIMEOUT_MS,
         batchSize: config.RPC_BATCH_SIZE,
         batchBytes: config.RPC_BATCH_BYTES,
-        concurrency: config.RPC_CONCURRENCY ?? config.RPC_MAX_CONCURRENCY,
+        concurrency: config.RPC_CONCURRENCY ?? Math.ceil(config.RPC_MAX_CONCURRENCY / 2),
         maxConcurrency: config.RPC_MAX_CONCURRENCY,
         maxAttempts: config.RPC_MAX_ATTEMPTS,
         // labelled by the redacted URL: never a key in a metric label or a log line

@@ -115,10 +115,11 @@ const envSchema = z.object({
   /** Most bytes per batch answer (estimated from earlier answers), so large blocks go a few at a time. */
   RPC_BATCH_BYTES: positiveInt.default(10 * 1_048_576),
   /**
-   * Requests in flight per node at the start (RPC_MAX_CONCURRENCY unless set); the throughput search moves it
-   * between 1 and RPC_MAX_CONCURRENCY, 429s and timeouts halve it. The search takes off load that adds nothing
-   * within seconds, but a range-at-a-time caller rarely shows it what more would add: started at 4, it stayed
-   * near 4 on a remote node whose best is 8 (BENCHMARKS.md).
+   * Requests in flight per node at the start (half RPC_MAX_CONCURRENCY unless set); the throughput search moves
+   * it between 1 and RPC_MAX_CONCURRENCY, 429s and timeouts halve it. A backfill gives the search only a few
+   * judged windows, and a start at the most in flight spent them stepping down on nodes where more requests
+   * cost more: started at 4 of 8, the fast and serial profiles gained 14% and 4% and the remote one held
+   * (alternated runs, BENCHMARKS.md).
    */
   RPC_CONCURRENCY: positiveInt.optional(),
   RPC_MAX_CONCURRENCY: positiveInt.default(8),
