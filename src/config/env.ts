@@ -106,10 +106,11 @@ const envSchema = z.object({
   /** BullMQ job lock: a killed worker's range is retried after this long (also the stalled-job check interval). */
   JOB_LOCK_MS: positiveInt.default(30_000),
   /**
-   * Most calls per JSON-RPC batch (geth's own limit, and hosted providers' commonest); the throughput search
-   * starts there and keeps within what the node accepts, which it learns from refusals. Full blocks are bounded
-   * by RPC_BATCH_BYTES long before; light calls (a range's receipts) go in one request, not one per 50: on a
-   * remote node each request is a round trip and a slot, and on a serial one a fixed cost (BENCHMARKS.md).
+   * Most calls per JSON-RPC batch (geth's own default limit); the throughput search starts there and keeps
+   * within what the node accepts, which it learns from refusals (a node with a lower limit refuses once; bor's
+   * is 100). Full blocks are bounded by RPC_BATCH_BYTES long before; light calls (a range's receipts) go in
+   * one request, not one per 50: on a remote node each request is a round trip and a slot, and on a serial
+   * one a fixed cost (BENCHMARKS.md).
    */
   RPC_BATCH_SIZE: positiveInt.default(1000),
   /** Most bytes per batch answer (estimated from earlier answers), so large blocks go a few at a time. */
