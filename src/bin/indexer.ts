@@ -83,6 +83,7 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
         timeoutMs: config.RPC_TIMEOUT_MS,
         batchSize: config.RPC_BATCH_SIZE,
         batchBytes: config.RPC_BATCH_BYTES,
+        answerBytes: config.RPC_MAX_ANSWER_BYTES,
         concurrency: config.RPC_CONCURRENCY ?? Math.ceil(config.RPC_MAX_CONCURRENCY / 2),
         maxConcurrency: config.RPC_MAX_CONCURRENCY,
         maxAttempts: config.RPC_MAX_ATTEMPTS,

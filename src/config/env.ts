@@ -116,6 +116,13 @@ const envSchema = z.object({
   /** Most bytes per batch answer (estimated from earlier answers), so large blocks go a few at a time. */
   RPC_BATCH_BYTES: positiveInt.default(10 * 1_048_576),
   /**
+   * Most bytes one answer may have. A node or proxy that streams an endless (or gigabyte) body is cut off
+   * there instead of filling memory: the batch is asked again in halves, and a single call still over it
+   * fails as any call that cannot be fetched (a stuck range, shown in the status). Above any block of today's
+   * chains (300M gas of zero-byte calldata at 4 gas a byte is 150 MB of hex); 8 requests in flight of it fit memory.
+   */
+  RPC_MAX_ANSWER_BYTES: positiveInt.default(256 * 1_048_576),
+  /**
    * Requests in flight per node at the start (half RPC_MAX_CONCURRENCY unless set); the throughput search moves
    * it between 1 and RPC_MAX_CONCURRENCY, 429s and timeouts halve it. A backfill gives the search only a few
    * judged windows, and a start at the most in flight spent them stepping down on nodes where more requests

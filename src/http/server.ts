@@ -188,6 +188,7 @@ export async function createServer(deps: ServerDeps): Promise<Server> {
     // validation may ask a node of its own (VALIDATE_RPC_URL), so anonymous lookups never spend the indexer's quota
     chains: withValidationRpc(chains, config.VALIDATE_RPC_URL),
     rpcTimeoutMs: config.RPC_TIMEOUT_MS,
+    rpcMaxAnswerBytes: config.RPC_MAX_ANSWER_BYTES,
     logWindow: config.VALIDATE_LOG_WINDOW,
     missCacheMs: config.VALIDATE_MISS_CACHE_MS,
     nodeConcurrency: config.VALIDATE_RPC_CONCURRENCY,

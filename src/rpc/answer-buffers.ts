@@ -22,6 +22,26 @@
 export type AnswerBufferOptions = {
   /** Free buffers kept in all, at first: the most requests the transport has in flight (`keep` changes it). */
   kept: number
+  /** Most bytes one answer may have (RPC_MAX_ANSWER_BYTES): a larger one is not read to its end. */
+  mostBytes?: number
+}
+
+/** Past this an answer is not one we asked for (RPC_MAX_ANSWER_BYTES's default). */
+export const DEFAULT_MOST_ANSWER_BYTES = 256 * 1024 * 1024
+
+/**
+ * An answer over the most bytes an answer may have. Anyone can run a node,
+ * and a node (or a proxy in front of it) that streams an endless body would
+ * otherwise grow the buffer until the request timeout, gigabytes a second:
+ * eight requests in flight could take the machine's memory. The transport
+ * treats it as an answer too large for its batch (re-asked in halves; a
+ * single call that still passes it fails, as any call that cannot be fetched).
+ */
+export class AnswerTooLargeError extends Error {
+  override name = 'AnswerTooLargeError'
+  constructor(readonly mostBytes: number) {
+    super(`the node's answer passed ${mostBytes} bytes (RPC_MAX_ANSWER_BYTES); not read further`)
+  }
 }
 
 const SMALLEST = 64 * 1024
@@ -34,6 +54,7 @@ const MOST_RESERVED = 32 * 1024 * 1024
 const sizeOf = (bytes: number) => Math.max(SMALLEST, 2 ** Math.ceil(Math.log2(Math.max(1, bytes))))
 
 export function createAnswerBuffers(options: AnswerBufferOptions) {
+  const mostBytes = options.mostBytes ?? DEFAULT_MOST_ANSWER_BYTES
   // smallest first
   const free: Buffer[] = []
   let kept = options.kept
@@ -59,14 +80,25 @@ export function createAnswerBuffers(options: AnswerBufferOptions) {
     trim()
   }
 
+  /** Throws AnswerTooLargeError when an answer of `bytes` is more than one may have. */
+  function admit(bytes: number): void {
+    if (bytes > mostBytes) throw new AnswerTooLargeError(mostBytes)
+  }
+
   /** A buffer for an answer that declares `bytes` (Content-Length), reserving no more than MOST_RESERVED up front. */
   function reserve(bytes: number): Buffer {
+    admit(bytes)
     return takeBuffer(Math.min(bytes, MOST_RESERVED))
   }
 
-  /** A larger buffer holding `used` bytes of `buffer` (given back), with room for `atLeast` bytes in all. */
+  /**
+   * A larger buffer holding `used` bytes of `buffer` (given back), with room
+   * for `atLeast` bytes in all: doubled, but never past the most an answer
+   * may have (AnswerTooLargeError when `atLeast` is).
+   */
   function grow(buffer: Buffer, used: number, atLeast: number): Buffer {
-    const larger = takeBuffer(Math.max(atLeast, 2 * buffer.length))
+    admit(atLeast)
+    const larger = takeBuffer(Math.max(atLeast, Math.min(2 * buffer.length, mostBytes)))
     buffer.copy(larger, 0, 0, used)
     giveBack(buffer)
     return larger
@@ -84,6 +116,8 @@ export function createAnswerBuffers(options: AnswerBufferOptions) {
   }
 
   return {
+    mostBytes,
+    admit,
     takeBuffer,
     reserve,
     grow,

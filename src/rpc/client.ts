@@ -21,6 +21,8 @@ export type RpcOptions = {
   batchSize: number
   /** Most bytes per batch answer, estimated per method from earlier answers (default 10 MiB). */
   batchBytes?: number
+  /** Most bytes any one answer may have (default 256 MiB): a node streaming an endless body is cut off there. */
+  answerBytes?: number
   /** Requests in flight at the start (default 4) and at most (default 8); adapted AIMD on 429s and slow answers. */
   concurrency?: number
   maxConcurrency?: number
@@ -55,6 +57,7 @@ function endpointsOf(options: RpcOptions): Endpoint[] {
       timeoutMs: options.timeoutMs,
       maxBatchSize: options.batchSize,
       maxBatchBytes: options.batchBytes ?? 10 * 2 ** 20,
+      ...(options.answerBytes !== undefined && { maxAnswerBytes: options.answerBytes }),
       concurrency: options.concurrency ?? 4,
       maxConcurrency: options.maxConcurrency ?? 8,
       maxAttempts,

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createAnswerBuffers } from './answer-buffers.js'
+import { AnswerTooLargeError, createAnswerBuffers } from './answer-buffers.js'
 import { decodeBody, postJson, postJsonOverUndici, RpcNetworkError } from './http-post.js'
 
 /** A node that declares `declared` bytes and sends `body`, then ends the connection. */
@@ -16,27 +16,76 @@ function lyingNode(declared: number, body: string): Promise<Server> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)))
 }
 
+/** A node that answers every request with a chunked body that never ends (a megabyte a chunk, as fast as it is read). */
+function endlessNode(): Promise<Server> {
+  const chunk = Buffer.alloc(2 ** 20, 'a')
+  const server = createServer((request, response) => {
+    request.resume()
+    request.on('end', () => {
+      response.writeHead(200, { 'content-type': 'application/json' })
+      response.write('{"jsonrpc":"2.0","id":0,"result":"')
+      const more = () => {
+        while (!response.destroyed && response.write(chunk));
+        if (!response.destroyed) response.once('drain', more)
+      }
+      response.on('error', () => {})
+      more()
+    })
+  })
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)))
+}
+
 // the socket reader (http URLs) and undici (https URLs, the bench's plain client) keep the same promises
 describe.each([
   ['postJson (socket reader)', postJson],
   ['postJsonOverUndici', postJsonOverUndici],
 ])('%s', (_, post) => {
   let server: Server
+  let overTheMost: Server
+  let endless: Server
   beforeAll(async () => {
-    server = await lyingNode(1_500_000_000, '{"jsonrpc":"2.0","id":0,"result":"0x1"}')
+    server = await lyingNode(200_000_000, '{"jsonrpc":"2.0","id":0,"result":"0x1"}')
+    overTheMost = await lyingNode(1_500_000_000, '{"jsonrpc":"2.0","id":0,"result":"0x1"}')
+    endless = await endlessNode()
   })
-  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  afterAll(() => Promise.all([server, overTheMost, endless].map((node) => new Promise<void>((resolve) => node.close(() => resolve())))))
 
-  it('does not reserve what a Content-Length claims: 1.5 GB declared and a short body cost a network error, not 1.5 GB', async () => {
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  /** The error of `request`, and how far the process's Buffer memory rose while it ran. */
+  async function failureAndPeak(request: () => Promise<unknown>) {
     const before = process.memoryUsage().arrayBuffers
     let peak = before
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().arrayBuffers)), 1)
-    const error = await post(url, '{}', 5_000, createAnswerBuffers({ kept: 1 })).catch((caught: unknown) => caught)
+    const error = await request().catch((caught: unknown) => caught)
     clearInterval(sampler)
     peak = Math.max(peak, process.memoryUsage().arrayBuffers)
+    return { error, rose: peak - before }
+  }
+
+  it('does not reserve what a Content-Length claims: 200 MB declared and a short body cost a network error, not 200 MB', async () => {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    const { error, rose } = await failureAndPeak(() => post(url, '{}', 5_000, createAnswerBuffers({ kept: 1 })))
     expect(error).toBeInstanceOf(RpcNetworkError)
-    expect(peak - before).toBeLessThan(64 * 2 ** 20)
+    expect(rose).toBeLessThan(64 * 2 ** 20)
+  })
+
+  it('refuses an answer declaring more than the most an answer may have (256 MiB by default) before reading it', async () => {
+    const url = `http://127.0.0.1:${(overTheMost.address() as AddressInfo).port}`
+    const { error, rose } = await failureAndPeak(() => post(url, '{}', 5_000, createAnswerBuffers({ kept: 1 })))
+    expect(error).toBeInstanceOf(AnswerTooLargeError)
+    expect((error as AnswerTooLargeError).mostBytes).toBe(256 * 2 ** 20)
+    expect(rose).toBeLessThan(64 * 2 ** 20)
+  })
+
+  it('stops reading an endless body at the most an answer may have, long before the timeout, and gives its buffer back', async () => {
+    const url = `http://127.0.0.1:${(endless.address() as AddressInfo).port}`
+    const buffers = createAnswerBuffers({ kept: 2, mostBytes: 8 * 2 ** 20 })
+    const started = performance.now()
+    const { error, rose } = await failureAndPeak(() => post(url, '{}', 60_000, buffers))
+    expect(error).toBeInstanceOf(AnswerTooLargeError)
+    expect(performance.now() - started).toBeLessThan(30_000)
+    // the buffer grew to the cap at most (8 MiB), and it is back in the pool with the one it grew from
+    expect(rose).toBeLessThan(48 * 2 ** 20)
+    expect(buffers.held).toEqual({ count: 2, bytes: 12 * 2 ** 20 })
   })
 
   it('reads an answer whole, whatever its size, and gives it back once released', async () => {

@@ -1,6 +1,6 @@
 import { isAscii } from 'node:buffer'
 import { request } from 'undici'
-import type { AnswerBuffers } from './answer-buffers.js'
+import { AnswerTooLargeError, type AnswerBuffers } from './answer-buffers.js'
 import { postOverSocket } from './http-socket.js'
 
 /**
@@ -103,6 +103,10 @@ export function postJsonOverUndici(url: string, requestBody: string, timeoutMs: 
   return timedPost(timeoutMs, buffers, async (signal) => {
     const response = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: requestBody, signal })
     const declared = Number(response.headers['content-length'])
+    if (declared > buffers.mostBytes) {
+      response.body.destroy()
+      throw new AnswerTooLargeError(buffers.mostBytes)
+    }
     const { buffer, length } = await readBody(response.body as AsyncIterable<Buffer>, Number.isSafeInteger(declared) && declared > 0 ? declared : 0, buffers)
     return { status: response.statusCode, buffer, length, retryAfter: response.headers['retry-after'] }
   })
@@ -124,6 +128,8 @@ async function timedPost(timeoutMs: number, buffers: AnswerBuffers, post: (signa
     return httpAnswer(status, buffer.subarray(0, length), parseRetryAfter(retryAfter), performance.now() - started, release)
   } catch (error) {
     if (signal.aborted) throw new RpcTimeoutError(timeoutMs)
+    const tooLarge = error instanceof AnswerTooLargeError ? error : (error as Error).cause
+    if (tooLarge instanceof AnswerTooLargeError) throw tooLarge
     throw new RpcNetworkError(`request to the node failed: ${(error as Error).message}`, { cause: error })
   }
 }

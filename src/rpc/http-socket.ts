@@ -1,5 +1,5 @@
 import { connect, type Socket } from 'node:net'
-import type { AnswerBuffers } from './answer-buffers.js'
+import { AnswerTooLargeError, type AnswerBuffers } from './answer-buffers.js'
 
 /**
  * POST over plain HTTP/1.1 with the answer read straight into a pool buffer.
@@ -130,8 +130,9 @@ class Connection {
     const exchange = this.exchange
     if (!exchange?.body) return this.head.subarray(this.headLength)
     const framing = exchange.framing!
-    // a declared length is read exactly (a byte past it belongs to no request), in a buffer that holds it
-    const left = framing.kind === 'length' ? Math.max(1, framing.total - exchange.received) : READ_AT_MOST
+    // a declared length is read exactly (a byte past it belongs to no request), in a buffer that holds it;
+    // an undeclared one up to the most an answer may have (onRead fails it there)
+    const left = Math.max(1, framing.kind === 'length' ? framing.total - exchange.received : exchange.buffers.mostBytes - exchange.received)
     const room = Math.min(left, READ_AT_LEAST)
     if (exchange.body.length - exchange.received < room) exchange.body = exchange.buffers.grow(exchange.body, exchange.received, exchange.received + room)
     return exchange.body.subarray(exchange.received, Math.min(exchange.body.length, exchange.received + Math.min(left, READ_AT_MOST)))
@@ -152,8 +153,10 @@ class Connection {
         exchange.received += bytes
         this.readBody(exchange)
       }
+      // an answer not whole at the most one may have is not read further (a declared length over it was refused at the head)
+      if (!exchange.settled && exchange.body && exchange.received >= exchange.buffers.mostBytes) throw new AnswerTooLargeError(exchange.buffers.mostBytes)
     } catch (error) {
-      this.fail((error as Error).message)
+      this.fail((error as Error).message, error as Error)
       return false
     }
     return true

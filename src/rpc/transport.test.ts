@@ -111,6 +111,62 @@ describe('a batch that breaks without naming a limit', () => {
   })
 })
 
+describe('an answer that never ends', () => {
+  /**
+   * A proxy in front of the node streams an endless body (a megabyte a
+   * write, as fast as it is read) for batches of more than 8 calls, and
+   * for the call '666' always.
+   */
+  let node: Server
+  let nodeUrl: string
+  const lengths: number[] = []
+  /** The calls of each request answered with an endless body. */
+  const cutOff: string[] = []
+  beforeAll(async () => {
+    const megabyte = Buffer.alloc(2 ** 20, 'a')
+    ;({ server: node, url: nodeUrl } = await startNode((calls, batch, res) => {
+      lengths.push(calls.length)
+      if (calls.length <= 8 && !calls.some(({ params }) => params[0] === '666')) return answerEach(res, calls, batch, ({ params }) => Number(params[0]))
+      cutOff.push(calls.map(({ params }) => params[0]).join())
+      res.setHeader('content-type', 'application/json')
+      res.on('error', () => {})
+      const more = () => {
+        while (!res.destroyed && res.write(megabyte));
+        if (!res.destroyed) res.once('drain', more)
+      }
+      more()
+    }))
+  })
+  afterAll(() => new Promise<void>((resolve) => node.close(() => resolve())))
+
+  const options = { url: '', timeoutMs: 60_000, maxBatchSize: 40, maxBatchBytes: 2 ** 30, maxAnswerBytes: 4 * 2 ** 20, concurrency: 2, maxConcurrency: 2, maxAttempts: 3, retryDelayMs: 1 }
+  const spec = (params: string[]) => ({ method: 'eth_x', params: params.map((param) => [param]), readResult: (result: unknown) => result as number })
+
+  it('is cut off at RPC_MAX_ANSWER_BYTES and its batch asked again in halves, not sent again as it was: every result exact', async () => {
+    lengths.length = 0
+    cutOff.length = 0
+    const kinds: string[] = []
+    const transport = createTransport({ ...options, url: nodeUrl, observer: { failure: (kind) => kinds.push(kind) } })
+    const started = performance.now()
+    const results = await transport.callMany(spec(Array.from({ length: 41 }, (_, i) => String(i))))
+    expect(results).toEqual(Array.from({ length: 41 }, (_, i) => i))
+    // long before the 60 s timeout: each endless answer was read to 4 MiB, not to the timeout
+    expect(performance.now() - started).toBeLessThan(20_000)
+    expect(kinds.length).toBeGreaterThan(0)
+    expect(new Set(kinds)).toEqual(new Set(['response_too_large']))
+    // the sizing call, then batches halved down to 8 or fewer; no request cut off was sent again as it was
+    expect(new Set(cutOff).size).toBe(cutOff.length)
+    expect(lengths.filter((length) => length <= 8).reduce((sum, length) => sum + length, 0)).toBe(41)
+  })
+
+  it('fails the one call whose own answer never ends after its attempts, with what happened', async () => {
+    lengths.length = 0
+    const transport = createTransport({ ...options, url: nodeUrl })
+    await expect(transport.callMany(spec(['666']))).rejects.toThrow(/passed 4194304 bytes \(RPC_MAX_ANSWER_BYTES\).*after 3 attempts/)
+    expect(lengths).toEqual([1, 1, 1])
+  })
+})
+
 describe('batches are cut when their request goes out', () => {
   /** A node that names its batch limit: more than 5 calls get one error object answering the whole batch. */
   let node: Server

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createBatchSizer } from './adaptive-batch.js'
-import { createAnswerBuffers } from './answer-buffers.js'
+import { AnswerTooLargeError, createAnswerBuffers } from './answer-buffers.js'
 import { createConcurrencyLimiter } from './concurrency.js'
 import { allFailed, readItems, requestBody, type Answered, type FailedCalls, type ReadResult } from './answers.js'
 import { classifyHttp, limitIn, mayBeLength, RpcFailure, shrinks, type FailureKind } from './failure-kinds.js'
@@ -28,6 +28,8 @@ export type TransportOptions = {
   maxBatchSize: number
   /** Most bytes per batch answer, estimated from earlier answers. */
   maxBatchBytes: number
+  /** Most bytes any one answer may have: past it, it is not read further (AnswerTooLargeError). */
+  maxAnswerBytes?: number
   /** Requests in flight at the start, and at most. */
   concurrency: number
   maxConcurrency: number
@@ -82,7 +84,7 @@ export function createTransport(options: TransportOptions) {
   const observer = options.observer ?? {}
   const retryDelayMs = options.retryDelayMs ?? 250
   // this transport's own answer buffers: as many kept as it may have requests in flight
-  const buffers = createAnswerBuffers({ kept: options.maxConcurrency })
+  const buffers = createAnswerBuffers({ kept: options.maxConcurrency, ...(options.maxAnswerBytes !== undefined && { mostBytes: options.maxAnswerBytes }) })
   const sizer = createBatchSizer({
     maxSize: options.maxBatchSize,
     maxBytes: options.maxBatchBytes,
@@ -194,6 +196,7 @@ export function createTransport(options: TransportOptions) {
     } catch (error) {
       if (error instanceof RpcTimeoutError) return allFailed(positions, new RpcFailure('timeout', error.message))
       if (error instanceof RpcNetworkError) return allFailed(positions, new RpcFailure('network', error.message))
+      if (error instanceof AnswerTooLargeError) return allFailed(positions, new RpcFailure('response_too_large', error.message))
       throw error
     }
     try {

@@ -1,4 +1,5 @@
 import { createPublicClient, fallback, hexToNumber, http, type Address, type PublicClient } from 'viem'
+import { AnswerTooLargeError, DEFAULT_MOST_ANSWER_BYTES } from '../rpc/answer-buffers.js'
 import { ChainSelectionError, toRpcFailure, worthAnotherEndpoint } from './errors.js'
 
 /**
@@ -22,7 +23,12 @@ export type ValidationChain = {
   logRange: number
 }
 
-export type ChainOptions = { timeoutMs: number; initialLogRange?: number }
+export type ChainOptions = {
+  timeoutMs: number
+  initialLogRange?: number
+  /** Most bytes one answer may have (RPC_MAX_ANSWER_BYTES, default 256 MiB): past it the call fails as the node's (502). */
+  maxAnswerBytes?: number
+}
 
 type Slot = { endpoint: ChainEndpoint; client: PublicClient; chain?: ValidationChain; resolving?: Promise<ValidationChain> }
 
@@ -45,10 +51,43 @@ export function urlsOf(endpoint: Pick<ChainEndpoint, 'rpcUrl' | 'rpcUrls'>): str
  * lookup may cost a node (viem retries a refused log range, -32005, with
  * backoff).
  */
-function transportOf(endpoint: ChainEndpoint, timeoutMs: number) {
-  const transports = urlsOf(endpoint).map((url) => http(url, { timeout: timeoutMs, retryCount: 0 }))
+function transportOf(endpoint: ChainEndpoint, timeoutMs: number, maxAnswerBytes: number) {
+  const fetchFn = cappedFetch(maxAnswerBytes)
+  const transports = urlsOf(endpoint).map((url) => http(url, { timeout: timeoutMs, retryCount: 0, fetchFn }))
   if (transports.length === 1) return transports[0]!
   return fallback(transports, { rank: false, retryCount: 0, shouldThrow: (error) => !worthAnotherEndpoint(error) })
+}
+
+/**
+ * fetch, reading the body no further than `mostBytes`: viem reads a whole
+ * answer before parsing it, and a node streaming an endless body would
+ * grow it until the timeout, in the API process, once per lookup in flight.
+ */
+export function cappedFetch(mostBytes: number) {
+  return async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const response = await fetch(input, init)
+    if (Number(response.headers.get('content-length')) > mostBytes) {
+      await response.body?.cancel()
+      throw new AnswerTooLargeError(mostBytes)
+    }
+    if (!response.body) return response
+    const reader = response.body.getReader()
+    const chunks: Uint8Array[] = []
+    let length = 0
+    for (let read = await reader.read(); !read.done; read = await reader.read()) {
+      length += read.value.byteLength
+      if (length > mostBytes) {
+        await reader.cancel()
+        throw new AnswerTooLargeError(mostBytes)
+      }
+      chunks.push(read.value)
+    }
+    // the body as read (decompressed): its length and encoding headers described the bytes on the wire
+    const headers = new Headers(response.headers)
+    headers.delete('content-length')
+    headers.delete('content-encoding')
+    return new Response(Buffer.concat(chunks, length), { status: response.status, statusText: response.statusText, headers })
+  }
 }
 
 /**
@@ -59,7 +98,7 @@ function transportOf(endpoint: ChainEndpoint, timeoutMs: number) {
 export function createValidationChains(endpoints: readonly ChainEndpoint[], options: ChainOptions) {
   const logRange = options.initialLogRange ?? DEFAULT_LOG_RANGE
   const slots: Slot[] = endpoints.map((endpoint) => {
-    const client = createPublicClient({ transport: transportOf(endpoint, options.timeoutMs) })
+    const client = createPublicClient({ transport: transportOf(endpoint, options.timeoutMs, options.maxAnswerBytes ?? DEFAULT_MOST_ANSWER_BYTES) })
     const slot: Slot = { endpoint, client }
     if (endpoint.chainId !== undefined) slot.chain = { chainId: endpoint.chainId, client, entryPoints: endpoint.entryPoints, logRange }
     return slot

@@ -68,6 +68,7 @@ export async function runValidateCommand(config: Config, args: string[], out: Ou
       registry: createRegistry({ db }),
       chains: config.chains,
       rpcTimeoutMs: config.RPC_TIMEOUT_MS,
+      rpcMaxAnswerBytes: config.RPC_MAX_ANSWER_BYTES,
       logWindow: config.VALIDATE_LOG_WINDOW,
     })
     const result = await validator.validate(request.data)

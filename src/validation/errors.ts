@@ -1,4 +1,5 @@
 import { BaseError, HttpRequestError, RpcRequestError, TimeoutError } from 'viem'
+import { AnswerTooLargeError } from '../rpc/answer-buffers.js'
 
 /** The chain does not know the hash (or the bounded search for it found nothing). */
 export class HashNotFoundError extends Error {
@@ -46,6 +47,9 @@ export class ValidationBusyError extends Error {
 }
 
 function shortMessage(error: unknown): string {
+  // viem says only "HTTP request failed" of an answer cut off for its size: the cut is what the client needs to know
+  const tooLarge = error instanceof BaseError ? error.walk((inner) => inner instanceof AnswerTooLargeError) : undefined
+  if (tooLarge instanceof AnswerTooLargeError) return tooLarge.message
   if (error instanceof BaseError) return error.shortMessage
   return error instanceof Error ? error.message.split('\n')[0]! : String(error)
 }

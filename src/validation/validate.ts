@@ -15,6 +15,8 @@ export type ValidatorOptions = {
   chains: readonly ChainEndpoint[]
   /** Per RPC request (RPC_TIMEOUT_MS). */
   rpcTimeoutMs: number
+  /** Most bytes one node answer may have (RPC_MAX_ANSWER_BYTES). */
+  rpcMaxAnswerBytes?: number
   /** Blocks back from the head searched for a UserOperation hash (VALIDATE_LOG_WINDOW). */
   logWindow: number
   /** How long an answer found in the index is reused (0: never). */
@@ -46,7 +48,10 @@ const MAX_CACHED_FINDINGS = 50_000
  * RpcUnavailableError or RpcTimeoutError; see src/validation/errors.ts.
  */
 export function createValidator(options: ValidatorOptions) {
-  const chains = createValidationChains(options.chains, { timeoutMs: options.rpcTimeoutMs })
+  const chains = createValidationChains(options.chains, {
+    timeoutMs: options.rpcTimeoutMs,
+    ...(options.rpcMaxAnswerBytes !== undefined && { maxAnswerBytes: options.rpcMaxAnswerBytes }),
+  })
   const indexCacheMs = options.indexCacheMs ?? 2_000
   // agents and dashboards poll the same hashes; an indexed answer only changes on a reorg
   const recentlyIndexed = new Map<string, CachedFinding>()

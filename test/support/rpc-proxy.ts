@@ -22,7 +22,7 @@ import type { Random } from '../../devnet/random.js'
  */
 
 /** What one HTTP request is answered with instead of (or besides) the node's answer; `ok`: the node's answer. */
-export type RpcFault = 'ok' | '429' | '500' | '502' | '503' | 'timeout' | 'truncated' | 'reset' | 'rpc-error'
+export type RpcFault = 'ok' | '429' | '500' | '502' | '503' | 'timeout' | 'truncated' | 'reset' | 'rpc-error' | 'endless'
 /** Every fault a bad provider injects. */
 export const httpFaults: readonly RpcFault[] = ['429', '500', '502', '503', 'timeout', 'truncated', 'reset', 'rpc-error']
 
@@ -36,8 +36,9 @@ export const httpFaults: readonly RpcFault[] = ['429', '500', '502', '503', 'tim
  * - rateLimit: at most `requests` per `windowMs`, then 429 with Retry-After `retryAfterS`;
  * - maxLogRange: hosted providers' eth_getLogs range limit (calls over more blocks get -32005);
  * - batchBreaks: a node or proxy that fails batches of more than `over` calls without naming a limit:
- *   it drops the connection (`reset`), answers a proxy's HTML error page (`html502`), or cuts the
- *   answer short (`truncated`). Single calls and shorter batches are served.
+ *   it drops the connection (`reset`), answers a proxy's HTML error page (`html502`), cuts the
+ *   answer short (`truncated`), or streams a body that never ends (`endless`: a megabyte a write,
+ *   as fast as the client reads). Single calls and shorter batches are served.
  */
 export type RpcLimits = {
   batchLimit?: { max: number; shape: 'erigon' | 'besu' | 'http413' | 'http400' }
@@ -49,7 +50,7 @@ export type RpcLimits = {
   batchBreaks?: { over: number; shape: BatchBreak }
 }
 
-export type BatchBreak = 'reset' | 'html502' | 'truncated'
+export type BatchBreak = 'reset' | 'html502' | 'truncated' | 'endless'
 
 export type LimitCounts = Record<'batch_refused' | 'too_large' | 'no_batches' | 'rate_limited' | 'delayed' | 'log_range_refused' | 'batch_broken', number>
 
@@ -149,6 +150,7 @@ export async function startRpcProxy(options: RpcProxyOptions): Promise<RpcProxy>
     truncated: 0,
     reset: 0,
     'rpc-error': 0,
+    endless: 0,
     lagging: 0,
     shuffled: 0,
     swapped: 0,
@@ -169,6 +171,7 @@ export async function startRpcProxy(options: RpcProxyOptions): Promise<RpcProxy>
     const broken = limits.breaks(exchange)
     if (broken === 'reset') return void request.socket.destroy()
     if (broken === 'html502') return send(response, { status: 502, headers: { 'content-type': 'text/html' }, body: BAD_GATEWAY_PAGE })
+    if (broken === 'endless') return streamEndlessly(response)
     const delayMs = limits.delayMs(exchange)
     if (delayMs > 0) {
       await sleep(delayMs)
@@ -220,6 +223,9 @@ export async function startRpcProxy(options: RpcProxyOptions): Promise<RpcProxy>
         return true
       case 'reset':
         request.socket.destroy()
+        return true
+      case 'endless':
+        streamEndlessly(response)
         return true
       case 'rpc-error':
         // HTTP 200 with a JSON-RPC error for every call, as a provider over its quota answers
@@ -311,6 +317,19 @@ async function readExchange(request: IncomingMessage, response: ServerResponse):
   const calls = (batch ? parsed : parsed && typeof parsed === 'object' ? [parsed] : []) as RpcCall[]
   return { request, response, raw, parsed, calls, batch }
 }
+
+/** An answer that never ends: a JSON-RPC result string a megabyte a write, for as long as the client reads. */
+function streamEndlessly(response: ServerResponse): void {
+  response.writeHead(200, json)
+  response.write('{"jsonrpc":"2.0","id":0,"result":"0x')
+  response.on('error', () => {})
+  const more = () => {
+    while (!response.destroyed && response.write(ENDLESS_PIECE));
+    if (!response.destroyed) response.once('drain', more)
+  }
+  more()
+}
+const ENDLESS_PIECE = Buffer.alloc(2 ** 20, 'a')
 
 function send(response: ServerResponse, reply: Reply): void {
   response.writeHead(reply.status, reply.headers).end(reply.body)

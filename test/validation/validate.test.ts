@@ -409,7 +409,7 @@ describe('bad requests and unknown hashes', () => {
 describe('node failures', () => {
   const someHash = `0x${'cd'.repeat(32)}`
 
-  async function withProxiedApi(fault: 'timeout' | '500', env: Record<string, string>, run: (url: string) => Promise<void>) {
+  async function withProxiedApi(fault: 'timeout' | '500' | 'endless', env: Record<string, string>, run: (url: string) => Promise<void>) {
     const proxy = await startRpcProxy({ target: chain.rpcUrl, fault: () => fault })
     const proxied = await startTestApi({ db: database.db, databaseUrl: database.url, redisUrl: redis.url, env: { RPC_URL: proxy.url, ...env } })
     try {
@@ -436,6 +436,16 @@ describe('node failures', () => {
   it('502 when the node answers HTTP 500', async () => {
     await withProxiedApi('500', { CHAIN_ID: String(chain.chainId) }, async (url) => {
       expect((await validate('transaction', someHash, {}, url)).status).toBe(502)
+    })
+  })
+
+  it('502 when the node streams an answer that never ends, cut off at RPC_MAX_ANSWER_BYTES long before the timeout', async () => {
+    await withProxiedApi('endless', { CHAIN_ID: String(chain.chainId), RPC_MAX_ANSWER_BYTES: String(4 * 2 ** 20), RPC_TIMEOUT_MS: '60000' }, async (url) => {
+      const started = performance.now()
+      const response = await validate('transaction', someHash, {}, url)
+      expect(response.status).toBe(502)
+      expect(response.body.error.message).toMatch(/passed 4194304 bytes \(RPC_MAX_ANSWER_BYTES\)/)
+      expect(performance.now() - started).toBeLessThan(30_000)
     })
   })
 
