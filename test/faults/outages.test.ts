@@ -92,7 +92,7 @@ const endpoints: Endpoint[] = [
   { name: 'healthz', request: () => ({ method: 'GET', path: '/healthz' }), normal: [200], down: { postgres: [200], redis: [200] } },
 ]
 
-type Answer = { endpoint: string; phase: Phase; status: number | 'no answer'; ms: number; n: number }
+type Answer = { endpoint: string; phase: Phase; status: number | 'no answer'; ms: number; n: number; sentAt: number }
 
 /** The API traffic: two lanes cycling through every endpoint, each answer filed under the phase it was sent in. */
 /** Numbers requests across every trial: a send's title (`outage <n>`) names one request of the whole file. */
@@ -106,6 +106,7 @@ function startApiTraffic(phaseNow: () => Phase) {
       const endpoint = endpoints[i % endpoints.length]!
       const n = requestCounter++
       const sentIn = phaseNow()
+      const sentAt = Date.now()
       const { method, path, headers = {}, body } = endpoint.request(n)
       const answer = await send(
         service.url,
@@ -115,7 +116,7 @@ function startApiTraffic(phaseNow: () => Phase) {
       // strictly 'down' only when sent and answered while down: a request waiting as the dependency came back may succeed
       const answeredIn = phaseNow()
       const phase: Phase = sentIn === answeredIn ? sentIn : 'transition'
-      answers.push({ endpoint: endpoint.name, phase, status: 'status' in answer ? answer.status : 'no answer', ms: answer.ms, n })
+      answers.push({ endpoint: endpoint.name, phase, status: 'status' in answer ? answer.status : 'no answer', ms: answer.ms, n, sentAt })
       await sleep(25)
     }
   }
@@ -200,6 +201,23 @@ async function notificationIntegrity(answers: Answer[]) {
   const acceptedButMissing = sends.filter((answer) => answer.status === 200 && !recorded.has(`outage ${answer.n}`)).length
   const undelivered = rows.reduce((sum, row) => sum + row.deliveries - row.delivered, 0)
   return { recorded: rows.length, halfWritten, refusedButRecorded, acceptedButMissing, undelivered }
+}
+
+/** The API's request failures logged at or after `since` (epoch ms), with their errors: at most five. */
+function requestFailuresLoggedSince(log: string, since: number): string[] {
+  const failures: string[] = []
+  for (const line of log.split('\n')) {
+    if (!line.includes('"dependency unavailable"') && !line.includes('"request failed"')) continue
+    try {
+      const entry = JSON.parse(line) as { time: number; msg: string; req?: { url?: string }; err?: { message?: string; code?: string; cause?: { message?: string } } }
+      if (entry.time < since) continue
+      failures.push(`logged at +${entry.time - since} ms: ${entry.msg} (${entry.req?.url ?? '?'}): ${entry.err?.code ?? ''} ${entry.err?.message ?? ''} ${entry.err?.cause?.message ?? ''}`.slice(0, 300))
+    } catch {
+      // not a log entry of ours
+    }
+    if (failures.length === 5) break
+  }
+  return failures
 }
 
 /** Answers outside what the contract allows for their phase, and hangs. */
@@ -294,6 +312,7 @@ describe('3. Outages during indexing and API traffic', () => {
       const recoveredAfterMs = Date.now() - downFor
       await sleep(SETTLE_MS)
       phase = 'steady'
+      const steadyAgainAt = Date.now()
       // a while of normal service on the same process
       await sleep(5_000)
       await apiTraffic.stop()
@@ -310,6 +329,14 @@ describe('3. Outages during indexing and API traffic', () => {
       )
       const notifications = await notificationIntegrity(apiTraffic.answers)
       const verdict = judge(apiTraffic.answers, outage)
+      // what the server logged of a failure answered in the steady phase after the outage: the cause, for whoever reads the report
+      if (verdict.unexpected.length > 0) {
+        const lateFailures = apiTraffic.answers.filter((answer) => answer.phase === 'steady' && answer.sentAt >= steadyAgainAt && typeof answer.status === 'number' && answer.status >= 500)
+        verdict.unexpected.push(
+          ...lateFailures.map((answer) => `${answer.endpoint}: ${answer.status} sent ${answer.sentAt - steadyAgainAt} ms into the steady phase, answered in ${answer.ms} ms`),
+          ...requestFailuresLoggedSince(service.role.log(), steadyAgainAt),
+        )
+      }
       const byPhase = (wanted: Phase) => apiTraffic.answers.filter((answer) => answer.phase === wanted)
       const downAnswers = byPhase('down')
       details = {
