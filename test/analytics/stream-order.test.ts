@@ -1,3 +1,4 @@
+import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRandom, type Random } from '../../devnet/random.js'
 import { createLogger } from '../../src/logger.js'
@@ -63,6 +64,9 @@ function createClient(code?: string) {
   }
 }
 
+/** A subscriber that does nothing with what it is sent. */
+const noClient = { code: undefined, send: () => {}, reset: () => {}, heartbeat: () => {}, close: () => {} }
+
 /** Attribution rows per code, as the stream's commit events add them up. */
 function totalsOf(events: readonly AttributionEvent[]): Record<string, number> {
   const totals: Record<string, number> = {}
@@ -76,6 +80,35 @@ async function indexTotals(): Promise<Record<string, number>> {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+describe('a hub with nobody subscribed', () => {
+  it('does not read the new events (a dense backfill writes thousands a range), and a subscriber joining later gets the events after it joined', async () => {
+    // a hub of its own, on a client that counts the live reads it sends
+    let liveReads = 0
+    const counted = postgres(database.url, { max: 2, onnotice: () => {}, debug: (_connection, query) => void (query.includes('stream: live') && liveReads++) })
+    const changes: number[] = []
+    const quiet = createStreamHub({ sql: counted, maxSubscribers: 5, heartbeatMs: 60_000, logger: createLogger({ level: 'silent' }), onChange: () => changes.push(Date.now()) })
+    try {
+      await quiet.start()
+      const item = (tx: string, block: number) => ({ tx, code: 'nobody', sender: senderAddress(1), timestamp: 1_760_000_000, block })
+      await commitRanges(database.db, [await cutRange(database.db, { chainId: 31, fromBlock: 1, toBlock: 1, branch: 'a', items: [item('n1', 1), item('n2', 1)] })])
+      await until('the commit is noticed', () => changes.length >= 1, { timeoutMs: 30_000, intervalMs: 10 })
+      await sleep(200)
+      expect(liveReads).toBe(0)
+
+      const events: AttributionEvent[] = []
+      const unsubscribe = await quiet.subscribe({ ...noClient, send: (event) => events.push(event) })
+      await commitRanges(database.db, [await cutRange(database.db, { chainId: 31, fromBlock: 2, toBlock: 2, branch: 'a', items: [item('n3', 2)] })])
+      await until('the event after joining arrives', () => events.length >= 1, { timeoutMs: 30_000, intervalMs: 10 })
+      unsubscribe()
+      expect(events.map((event) => [event.code, event.fromBlock, event.attributions])).toEqual([['nobody', 2, 1]])
+      expect(liveReads).toBeGreaterThan(0)
+    } finally {
+      await quiet.stop()
+      await counted.end()
+    }
+  })
+})
 
 describe('stream ids follow visibility', () => {
   it('an event inserted first but committed last gets an id above the events committed meanwhile, and a resume replays it', async () => {
