@@ -117,7 +117,6 @@ export function createAnswerBuffers(options: AnswerBufferOptions) {
 
   return {
     mostBytes,
-    admit,
     takeBuffer,
     reserve,
     grow,

@@ -5,7 +5,8 @@ import type { HttpAnswer } from './http-post.js'
  * (and as the `indexer_rpc_failures_total` counter labels it):
  *
  * - batch_limit: the node refuses batches this long (or any batch) — shrink the batch;
- * - response_too_large: the answer passed the node's size limit (geth -32003) — smaller batches by bytes;
+ * - response_too_large: the answer passed the node's size limit (geth -32003, HTTP 413) or our own
+ *   (RPC_MAX_ANSWER_BYTES: answer-buffers.ts) — smaller batches by bytes;
  * - rate_limited: HTTP 429 or a rate-limit error — fewer requests in flight, wait Retry-After;
  * - timeout: no answer within the timeout — smaller batches, fewer in flight;
  * - http_error, network, unreadable: of a batch, maybe its length (a proxy that drops long
