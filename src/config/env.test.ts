@@ -28,6 +28,12 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ HEAP_GROWTH_PERCENT: '1000' })).toThrow(/HEAP_GROWTH_PERCENT: must be <= 400/)
   })
 
+  it('names RPC_MAX_ANSWER_BYTES when it is below RPC_BATCH_BYTES, and defaults it to 256 MiB', () => {
+    expect(loadConfig({}).RPC_MAX_ANSWER_BYTES).toBe(256 * 2 ** 20)
+    expect(() => loadConfig({ RPC_MAX_ANSWER_BYTES: '1048576' })).toThrow(/RPC_MAX_ANSWER_BYTES: must be at least RPC_BATCH_BYTES \(10485760\)/)
+    expect(loadConfig({ RPC_MAX_ANSWER_BYTES: '1048576', RPC_BATCH_BYTES: '1048576' }).RPC_MAX_ANSWER_BYTES).toBe(2 ** 20)
+  })
+
   it('lists every bad variable in one message', () => {
     expect(() => loadConfig({ PORT: '-1', LOG_LEVEL: 'loud' })).toThrow(/PORT: .*; LOG_LEVEL: /)
   })

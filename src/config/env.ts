@@ -164,6 +164,10 @@ const envSchema = z.object({
   if (env.HTTP_HEADERS_TIMEOUT_MS > env.HTTP_REQUEST_TIMEOUT_MS) {
     context.addIssue({ code: 'custom', path: ['HTTP_HEADERS_TIMEOUT_MS'], message: `must not exceed HTTP_REQUEST_TIMEOUT_MS (${env.HTTP_REQUEST_TIMEOUT_MS})` })
   }
+  // batches are sized to answer RPC_BATCH_BYTES: a cap below it would cut the answers of ordinary batches
+  if (env.RPC_MAX_ANSWER_BYTES < env.RPC_BATCH_BYTES) {
+    context.addIssue({ code: 'custom', path: ['RPC_MAX_ANSWER_BYTES'], message: `must be at least RPC_BATCH_BYTES (${env.RPC_BATCH_BYTES})` })
+  }
 })
 
 export type Env = z.infer<typeof envSchema>

@@ -440,7 +440,7 @@ describe('node failures', () => {
   })
 
   it('502 when the node streams an answer that never ends, cut off at RPC_MAX_ANSWER_BYTES long before the timeout', async () => {
-    await withProxiedApi('endless', { CHAIN_ID: String(chain.chainId), RPC_MAX_ANSWER_BYTES: String(4 * 2 ** 20), RPC_TIMEOUT_MS: '60000' }, async (url) => {
+    await withProxiedApi('endless', { CHAIN_ID: String(chain.chainId), RPC_MAX_ANSWER_BYTES: String(4 * 2 ** 20), RPC_BATCH_BYTES: String(2 ** 20), RPC_TIMEOUT_MS: '60000' }, async (url) => {
       const started = performance.now()
       const response = await validate('transaction', someHash, {}, url)
       expect(response.status).toBe(502)
