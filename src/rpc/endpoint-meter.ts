@@ -14,9 +14,11 @@
 const WINDOW_MS = 2_000
 /** Weight of the newest window in the moving average. */
 const BLEND = 0.4
+/** Busy time a window needs before its rates count. */
+const MEASURED_BUSY_MS = 50
 
 export type MeterReading = {
-  /** Items per busy second (moving average); undefined until a window with work closed. */
+  /** Items per busy second (moving average); undefined until a window with 50 ms of work closed. */
   itemsPerSecond: number | undefined
   bytesPerSecond: number | undefined
   /** Totals since start. */
@@ -40,18 +42,23 @@ export function createEndpointMeter(now: () => number = Date.now) {
 
   const blend = (old: number | undefined, fresh: number) => (old === undefined ? fresh : old * (1 - BLEND) + fresh * BLEND)
 
-  /** Closes the window when it is over: its busy time counted up to now, its rates blended in. */
+  /**
+   * Closes the window when it is over: its busy time counted up to now, its
+   * rates blended in. A window with too little work to say anything about
+   * speed (a single header in 2 s) stays open and gathers more: at a
+   * chain's head, a block a second fetched in a few milliseconds, a 2 s
+   * window never held 50 ms of work and the endpoint showed no throughput
+   * at all.
+   */
   function roll(at: number) {
     if (at - windowStart < WINDOW_MS) return
     if (busySince !== undefined) {
       windowBusyMs += at - busySince
       busySince = at
     }
-    // a window with too little work says nothing about speed (a single header in 2 s)
-    if (windowBusyMs >= 50 && windowItems > 0) {
-      itemsPerSecond = blend(itemsPerSecond, (windowItems * 1000) / windowBusyMs)
-      bytesPerSecond = blend(bytesPerSecond, (windowBytes * 1000) / windowBusyMs)
-    }
+    if (windowBusyMs < MEASURED_BUSY_MS || windowItems === 0) return
+    itemsPerSecond = blend(itemsPerSecond, (windowItems * 1000) / windowBusyMs)
+    bytesPerSecond = blend(bytesPerSecond, (windowBytes * 1000) / windowBusyMs)
     windowStart = at
     windowItems = 0
     windowBytes = 0
@@ -67,7 +74,7 @@ export function createEndpointMeter(now: () => number = Date.now) {
     },
     finished(result: { items: number; bytes?: number } | 'failed'): void {
       const at = now()
-      roll(at)
+      // the work's items count in the window its busy time ends in
       if (result === 'failed') totals.errors++
       else {
         windowItems += result.items
@@ -79,6 +86,7 @@ export function createEndpointMeter(now: () => number = Date.now) {
         windowBusyMs += at - busySince
         busySince = undefined
       }
+      roll(at)
     },
     /** Answer bytes seen by a reader (counted with the work that carried them). */
     bytes(count: number): void {
