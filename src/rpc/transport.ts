@@ -347,6 +347,11 @@ export function createTransport(options: TransportOptions) {
       // method's batch (sized by bytes) would time out again at its next size, so its length is learned
       if (wholeBatch && failure.kind === 'timeout') sizer.broke(key, chunk.length)
       if (wholeBatch && mayBeLength(failure.kind)) return splitAfter(chunk, failure)
+      // one call's own answer too large (a node's size limit, or RPC_MAX_ANSWER_BYTES) is too large again: asked
+      // again it would cost the node and this process the same bytes for the same refusal, attempt after attempt
+      if (failure.kind === 'response_too_large' && chunk.length === 1) {
+        throw new RpcFailure(failure.kind, `${spec.method}: ${failure.message} (one call alone; not asked again)`)
+      }
       // a limit met by a batch is not the calls' fault: ask again smaller; a single call that fails counts
       if (!(shrinks(failure.kind) && chunk.length > 1)) await countAttempt(positions, failure)
       await run(positions)
