@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AnswerTooLargeError, createAnswerBuffers } from './answer-buffers.js'
+import { streamEndlessly } from '../../test/support/rpc-proxy.js'
 import { decodeBody, postJson, postJsonOverUndici, RpcNetworkError } from './http-post.js'
 
 /** A node that declares `declared` bytes and sends `body`, then ends the connection. */
@@ -18,19 +19,9 @@ function lyingNode(declared: number, body: string): Promise<Server> {
 
 /** A node that answers every request with a chunked body that never ends (a megabyte a chunk, as fast as it is read). */
 function endlessNode(): Promise<Server> {
-  const chunk = Buffer.alloc(2 ** 20, 'a')
   const server = createServer((request, response) => {
     request.resume()
-    request.on('end', () => {
-      response.writeHead(200, { 'content-type': 'application/json' })
-      response.write('{"jsonrpc":"2.0","id":0,"result":"')
-      const more = () => {
-        while (!response.destroyed && response.write(chunk));
-        if (!response.destroyed) response.once('drain', more)
-      }
-      response.on('error', () => {})
-      more()
-    })
+    request.on('end', () => streamEndlessly(response))
   })
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)))
 }

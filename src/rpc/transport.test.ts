@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { streamEndlessly } from '../../test/support/rpc-proxy.js'
 import { createTransport } from './transport.js'
 
 /**
@@ -123,18 +124,11 @@ describe('an answer that never ends', () => {
   /** The calls of each request answered with an endless body. */
   const cutOff: string[] = []
   beforeAll(async () => {
-    const megabyte = Buffer.alloc(2 ** 20, 'a')
     ;({ server: node, url: nodeUrl } = await startNode((calls, batch, res) => {
       lengths.push(calls.length)
       if (calls.length <= 8 && !calls.some(({ params }) => params[0] === '666')) return answerEach(res, calls, batch, ({ params }) => Number(params[0]))
       cutOff.push(calls.map(({ params }) => params[0]).join())
-      res.setHeader('content-type', 'application/json')
-      res.on('error', () => {})
-      const more = () => {
-        while (!res.destroyed && res.write(megabyte));
-        if (!res.destroyed) res.once('drain', more)
-      }
-      more()
+      streamEndlessly(res)
     }))
   })
   afterAll(() => new Promise<void>((resolve) => node.close(() => resolve())))

@@ -319,7 +319,7 @@ async function readExchange(request: IncomingMessage, response: ServerResponse):
 }
 
 /** An answer that never ends: a JSON-RPC result string a megabyte a write, for as long as the client reads. */
-function streamEndlessly(response: ServerResponse): void {
+export function streamEndlessly(response: ServerResponse): void {
   response.writeHead(200, json)
   response.write('{"jsonrpc":"2.0","id":0,"result":"0x')
   response.on('error', () => {})
