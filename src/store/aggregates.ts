@@ -101,18 +101,23 @@ export function aggregateCtes(sql: Sql, rows: string, sign: 1 | -1, event: Event
       returning 1
     ),
     ${rollingWindowCtes(sql, sign, everyChain)},
-    events as (
-      insert into attribution_events (type, chain_id, code, registry, from_block, to_block, attributions)
-      select ${event.type}, b.chain_id, code, registry, r.from_block, r.to_block, count(*)
+    event_rows as (
+      select b.chain_id, code, registry, r.from_block, r.to_block, count(*)::int as attributions
       from buckets b
       join ${sql(event.ranges)} r on r.chain_id = b.chain_id and b.block_number >= r.from_block and (r.to_block is null or b.block_number <= r.to_block)
-      group by b.chain_id, r.from_block, r.to_block, code, registry order by b.chain_id, r.from_block, code, registry
-      returning id, chain_id, from_block
+      group by b.chain_id, r.from_block, r.to_block, code, registry
+    ),
+    -- one staged row of aligned arrays (one pass builds them all); a trigger inserts the events at commit (drizzle/0018)
+    staged_events as (
+      insert into attribution_events_staged (type, chain_ids, codes, registries, from_blocks, to_blocks, attributions)
+      select ${event.type}, array_agg(chain_id), array_agg(code), array_agg(registry), array_agg(from_block), array_agg(to_block), array_agg(attributions)
+      from (select * from event_rows order by chain_id, from_block, code, registry) as ordered
+      having count(*) > 0
+      returning 1
     ),
     notified as (
-      select pg_notify(${ATTRIBUTION_EVENTS_CHANNEL}, json_build_object(
-        'type', ${event.type}::text, 'chainId', chain_id, 'fromBlock', from_block, 'minId', min(id), 'maxId', max(id))::text)
-      from events group by chain_id, from_block
+      select pg_notify(${ATTRIBUTION_EVENTS_CHANNEL}, json_build_object('type', ${event.type}::text, 'chainId', chain_id, 'fromBlock', from_block)::text)
+      from event_rows group by chain_id, from_block
     )`
 }
 

@@ -31,8 +31,8 @@ export type AttributionEvent = {
   at: string
 }
 
-/** The payload of a NOTIFY; its ids are the placeholders taken at insert, not the ids the events have once visible. */
-export type EventsNotice = { type: 'commit' | 'rollback'; chainId: number; fromBlock: number; minId: number; maxId: number }
+/** The payload of a NOTIFY, one per range: what changed, not the events' ids (they are given at commit, after the statement). */
+export type EventsNotice = { type: 'commit' | 'rollback'; chainId: number; fromBlock: number }
 
 type EventRow = {
   id: string | number

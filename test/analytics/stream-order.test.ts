@@ -113,12 +113,12 @@ describe('a hub with nobody subscribed', () => {
 describe('stream ids follow visibility', () => {
   it('an event inserted first but committed last gets an id above the events committed meanwhile, and a resume replays it', async () => {
     const from = await latestEventId(database.db.$client)
-    // a commit still running: its event row is written, its transaction not yet committed
+    // a commit still running: its events are staged as a commit statement stages them, its transaction not yet committed
     const slow = await database.db.$client.reserve()
     try {
       await slow`begin`
-      await slow`insert into attribution_events (type, chain_id, code, registry, from_block, to_block, attributions)
-                 values ('commit', 7, 'slow', 'canonical', 1, 1, 3)`
+      await slow`insert into attribution_events_staged (type, chain_ids, codes, registries, from_blocks, to_blocks, attributions)
+                 values ('commit', '{7}', '{slow}', '{canonical}', '{1}', '{1}', '{3}')`
       // meanwhile another range commits and is visible at once
       const fast = await cutRange(database.db, { chainId: 8, fromBlock: 1, toBlock: 1, branch: 'a', items: [{ tx: 'fast1', code: 'fast', sender: senderAddress(1), timestamp: 1_760_000_000, block: 1 }] })
       await commitRanges(database.db, [fast])
@@ -138,6 +138,25 @@ describe('stream ids follow visibility', () => {
     } finally {
       slow.release()
     }
+  })
+
+  it('a commit of several ranges and codes gives its events consecutive ids in (chain, block, code) order and leaves nothing staged', async () => {
+    const from = await latestEventId(database.db.$client)
+    const item = (tx: string, code: string, block: number) => ({ tx, code, sender: senderAddress(1), timestamp: 1_760_000_000, block })
+    const later = await cutRange(database.db, { chainId: 41, fromBlock: 5, toBlock: 5, branch: 'a', items: [item('o1', 'zeta', 5), item('o2', 'alpha', 5)] })
+    const earlier = await cutRange(database.db, { chainId: 41, fromBlock: 4, toBlock: 4, branch: 'a', items: [item('o3', 'mu', 4), item('o4', 'mu', 4), item('o5', 'beta', 4)] })
+    await commitRanges(database.db, [later, earlier])
+    const events = await database.db.$client<{ id: number; from_block: number; code: string; attributions: number }[]>`
+      select id::float8 as id, from_block::int as from_block, code, attributions from attribution_events where id > ${from} order by id`
+    expect(events.map((event) => [event.from_block, event.code, event.attributions])).toEqual([
+      [4, 'beta', 1],
+      [4, 'mu', 2],
+      [5, 'alpha', 1],
+      [5, 'zeta', 1],
+    ])
+    expect(events.map((event) => event.id - events[0]!.id)).toEqual([0, 1, 2, 3])
+    const [staged] = await database.db.$client<{ n: number }[]>`select count(*)::int as n from attribution_events_staged`
+    expect(staged!.n).toBe(0)
   })
 
   it('commits in batches and out of order while a client drops and resumes at random ids: its totals equal the index’s', async () => {

@@ -361,8 +361,11 @@ export const codeSenderWindowCounts = pgTable(
 
 /**
  * What the live stream sends: one row per committed or rolled-back range and
- * code, written in the same statement as the rows it describes, so a
- * subscriber resuming with Last-Event-ID misses nothing that committed.
+ * code, written in the same transaction as the rows it describes, so a
+ * subscriber resuming with Last-Event-ID misses nothing that committed. The
+ * statement stages them (the unlogged `attribution_events_staged`, hand-written
+ * in drizzle/0018_stream_events_at_commit.sql with the trigger that inserts
+ * them at commit, ids in visibility order).
  */
 export const attributionEvents = pgTable(
   'attribution_events',
