@@ -1,5 +1,6 @@
 import type postgres from 'postgres'
 import { EVERY_CHAIN } from '../db/schema/index.js'
+import { HOURLY_TOTALS_DAYS } from './buckets.js'
 import { chainScopes } from './every-chain.js'
 import { ATTRIBUTION_EVENTS_CHANNEL } from './events.js'
 import { CHAIN_SCOPE_KEY, CODE_SCOPE_KEY, scopedDistinctCtes } from './scope-refs.js'
@@ -47,12 +48,15 @@ export function aggregateCtes(sql: Sql, rows: string, sign: 1 | -1, event: Event
         date_trunc('hour', block_timestamp, 'UTC') as hour
       from ${sql(rows)}
     )`
+  // days are kept forever, hours only while an hourly read may look at them (buckets.ts)
+  const keptBuckets = (bucket: 'day' | 'hour') =>
+    bucket === 'day' ? sql`` : sql`where hour >= date_trunc('hour', now()) - ${HOURLY_TOTALS_DAYS} * interval '1 day'`
   const codeTotals = (cte: string, table: string, bucket: 'day' | 'hour') => sql`
     ${sql(cte)} as (
       insert into ${sql(table)} as t (code, registry, chain_id, ${sql(bucket)}, kind, success_count, reverted_count, suffix_gas)
       select code, registry, chain_id, ${sql(bucket)}, kind,
              ${sign} * count(*) filter (where status = 'success'), ${sign} * count(*) filter (where status = 'reverted'), ${sign} * sum(suffix_gas)
-      from buckets group by 1, 2, 3, 4, 5 order by 1, 2, 3, 4, 5
+      from buckets ${keptBuckets(bucket)} group by 1, 2, 3, 4, 5 order by 1, 2, 3, 4, 5
       on conflict (code, registry, chain_id, ${sql(bucket)}, kind) do update set
         success_count = t.success_count + excluded.success_count,
         reverted_count = t.reverted_count + excluded.reverted_count,
@@ -65,7 +69,7 @@ export function aggregateCtes(sql: Sql, rows: string, sign: 1 | -1, event: Event
       insert into ${sql(table)} as t (chain_id, ${sql(bucket)}, kind, attributions, success_count, reverted_count)
       select chain_id, ${sql(bucket)}, kind, ${sign} * count(*),
              ${sign} * count(distinct item) filter (where status = 'success'), ${sign} * count(distinct item) filter (where status = 'reverted')
-      from buckets group by 1, 2, 3 order by 1, 2, 3
+      from buckets ${keptBuckets(bucket)} group by 1, 2, 3 order by 1, 2, 3
       on conflict (chain_id, ${sql(bucket)}, kind) do update set
         attributions = t.attributions + excluded.attributions,
         success_count = t.success_count + excluded.success_count,

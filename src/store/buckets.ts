@@ -27,3 +27,15 @@ export function firstHourOf24h(now: Date): Date {
 export function firstDayOf(window: '7d' | '30d', now: Date): string {
   return addDays(dayOf(now), window === '7d' ? -6 : -29)
 }
+
+/**
+ * Hourly totals are kept for the hours of the last HOURLY_TOTALS_DAYS days
+ * (by the database's clock) only. Every hourly read looks back at most 7
+ * days — the 24h and 7d series, the rolling 24 hours and the 24 before them
+ * — so an older hour is never read, and a backfill of history writes and
+ * keeps none (on a long chain, 24 rows per code and day nobody asks for).
+ * The margin past 7 days covers a reading process whose clock is behind the
+ * database's. Commits and rollbacks apply the same rule, so a row is taken
+ * out of an hour only if its hour is still kept.
+ */
+export const HOURLY_TOTALS_DAYS = 8

@@ -313,3 +313,64 @@ describe('GET /v1/indexer/status', () => {
     expect(status.chains.find((entry) => entry.chainId === CHAIN)!.lagSeconds).toBe(3_600)
   })
 })
+
+describe('hours older than the hourly reads', () => {
+  // a chain of its own: a backfill's block of a month ago and a block of the last hour, in one range each
+  const OLD_CHAIN = 9002
+  const rangeAt = (from: number, timestamp: number, items: Item[]): RangeResult => {
+    const job: RangeJob = { chainId: OLD_CHAIN, fromBlock: from, toBlock: from, parentHash: hash(`old-p${from}`), toHash: hash(`old-a${from}`) }
+    return {
+      job,
+      blocks: [{ number: from, hash: job.toHash, parentHash: job.parentHash, timestamp, txCount: items.length } as RangeResult['blocks'][number]],
+      txCount: items.length,
+      rows: rowsOf(from, timestamp, items).map((row) => ({ ...row, record: { ...row.record, blockHash: job.toHash } })),
+      malformed: [],
+    }
+  }
+  const monthAgo = base - 30 * 24 * HOUR
+  const OLD = rangeAt(1, monthAgo, [{ tx: 'old1', from: 7, codes: ['gamma'] }, { tx: 'old2', from: 8, codes: ['gamma'], status: 'reverted' }])
+  const RECENT = rangeAt(2, base, [{ tx: 'new1', from: 7, codes: ['gamma'] }])
+
+  const hourly = async () =>
+    database.db.$client<{ hour: string; success: number; reverted: number; attributions: number }[]>`
+      select c.hour::text as hour, c.success_count::int as success, c.reverted_count::int as reverted, h.attributions::int as attributions
+      from code_hourly_totals c join chain_hourly_totals h on h.chain_id = c.chain_id and h.hour = c.hour and h.kind = c.kind
+      where c.chain_id = ${OLD_CHAIN} and c.code = 'gamma' order by c.hour`
+  const daily = async () =>
+    database.db.$client<{ day: string; success: number; reverted: number }[]>`
+      select day::text as day, success_count::int as success, reverted_count::int as reverted
+      from code_daily_totals where chain_id = ${OLD_CHAIN} and code = 'gamma' order by day`
+
+  it('keeps daily totals of every day and hourly ones of recent hours only, through a commit and a rollback', async () => {
+    for (const range of [OLD, RECENT]) {
+      await database.db.$client`
+        insert into ranges (chain_id, from_block, to_block, parent_hash, to_hash)
+        values (${OLD_CHAIN}, ${range.job.fromBlock}, ${range.job.toBlock}, ${range.job.parentHash}, ${range.job.toHash})`
+      expect(await commitRange(database.db, range)).toMatchObject({ committed: true })
+    }
+    const recentHour = new Date(Math.floor(base / HOUR) * HOUR * 1000)
+    expect(await hourly()).toEqual([{ hour: (await asTimestamptzText(recentHour)), success: 1, reverted: 0, attributions: 1 }])
+    expect(await daily()).toEqual([
+      { day: dayOf(new Date(monthAgo * 1000)), success: 1, reverted: 1 },
+      { day: dayOf(new Date(base * 1000)), success: 1, reverted: 0 },
+    ])
+
+    // a reorg back to block 0 takes both out: the recent hour goes to 0, no old hour appears (negative), days to 0
+    const reserved = await database.db.$client.reserve()
+    try {
+      expect(await rollbackAbove(reserved, OLD_CHAIN, 0)).toMatchObject({ ranges: 2, attributions: 3 })
+    } finally {
+      reserved.release()
+    }
+    expect(await hourly()).toEqual([{ hour: (await asTimestamptzText(recentHour)), success: 0, reverted: 0, attributions: 0 }])
+    expect((await daily()).map(({ success, reverted }) => [success, reverted])).toEqual([
+      [0, 0],
+      [0, 0],
+    ])
+  })
+
+  async function asTimestamptzText(date: Date): Promise<string> {
+    const [row] = await database.db.$client<{ text: string }[]>`select ${date.toISOString()}::timestamptz::text as text`
+    return row!.text
+  }
+})
