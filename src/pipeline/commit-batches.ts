@@ -36,7 +36,7 @@ type Waiting = { result: RangeResult; resolve: (outcome: CommitOutcome) => void;
  * - another range of this process is still on its way to the commit;
  * - for at most `maxWaitMs`, and never more than `maxRanges` together.
  * Waiting ranges hold their worker slots, so `maxRanges` stays below the
- * slots that keep the block fetches busy (twice WORKER_CONCURRENCY).
+ * slots that keep the block fetches busy (four times WORKER_CONCURRENCY: worker.ts).
  *
  * At most STATEMENTS_IN_FLIGHT statements per process: ranges ready while
  * they run wait and share the next one. Concurrent commit statements of a

@@ -20,7 +20,7 @@ export type RangeWorkerOptions = {
   db: Database
   connection: Redis
   prefix: string
-  /** Block fetches in flight at once; twice as many ranges are worked on, so receipts and commits overlap the fetches. */
+  /** Block fetches in flight at once; RANGES_PER_BLOCK_FETCH times as many ranges are worked on, so receipts and commits overlap the fetches. */
   concurrency: number
   /** Blocks in a full range (RANGE_SIZE): full ranges mean a backlog, and share commit statements. */
   rangeSize: number
@@ -33,6 +33,18 @@ export type RangeWorkerOptions = {
   logger: Logger
   metrics?: IndexerMetrics
 }
+
+/**
+ * Ranges worked on per block fetch slot. A range spends longer after its
+ * blocks than fetching them — its receipts (another round trip), then the
+ * wait to share a commit statement and the statement itself — and holds its
+ * worker slot all along, so with twice as many ranges as block fetches the
+ * fetches idled behind the commits wherever answers are slow to come back:
+ * on the remote bench profile (50 ms per answer) four times as many gave 10%
+ * more (BENCHMARKS.md, backfill), eight times 3% more again, and the fast node
+ * (bound by the cores) and the peak memory of the dense chain did not move.
+ */
+const RANGES_PER_BLOCK_FETCH = 4
 
 export type RangeOutcome = { outcome: 'indexed' | 'stale'; txCount: number; inserted: number }
 
@@ -138,7 +150,7 @@ export function createRangeWorker(options: RangeWorkerOptions) {
     {
       connection: options.connection,
       prefix: options.prefix,
-      concurrency: options.concurrency * 2,
+      concurrency: options.concurrency * RANGES_PER_BLOCK_FETCH,
       // a killed worker's range is picked up again after the lock expires
       lockDuration: options.lockMs ?? 30_000,
       stalledInterval: options.lockMs ?? 30_000,

@@ -154,10 +154,10 @@ describe('shutdown', () => {
     const queue = createRangeQueue(connection, `${redis.prefix}w`)
     try {
       const worker = spawnRole('worker', { ...env, CHAINS: chainsEnv([{ ...chain.config, rpcUrl: proxy.url }]) })
-      // WORKER_CONCURRENCY 2: four ranges worked on at once
-      await until('four ranges worked on at once', async () => {
+      // WORKER_CONCURRENCY 2: eight ranges worked on at once (four per block fetch)
+      await until('eight ranges worked on at once', async () => {
         if (worker.child.exitCode !== null) throw new Error(worker.output())
-        return (await queue.getJobCounts('active')).active! >= 4
+        return (await queue.getJobCounts('active')).active! >= 8
       }, { intervalMs: 100 })
       await follower.stop()
       const waitingBefore = (await queue.getJobCounts('waiting')).waiting!
@@ -166,8 +166,8 @@ describe('shutdown', () => {
       expect(await worker.exited).toBe(0)
       expect(Date.now() - started).toBeLessThan(2_000)
       expect(worker.output()).not.toMatch(stackLine)
-      expect(worker.output()).toContain('"ranges":4,"msg":"released the ranges in progress to other workers"')
-      expect(await queue.getJobCounts('active', 'waiting')).toEqual({ active: 0, waiting: waitingBefore + 4 })
+      expect(worker.output()).toContain('"ranges":8,"msg":"released the ranges in progress to other workers"')
+      expect(await queue.getJobCounts('active', 'waiting')).toEqual({ active: 0, waiting: waitingBefore + 8 })
     } finally {
       await queue.close()
       connection.disconnect()
