@@ -101,10 +101,11 @@ describe('batches that break without naming a limit', () => {
       expect(proxy.limitCounts.batch_broken).toBeGreaterThan(0)
       // learned, not met range after range: far fewer broken batches than ranges (with batches of 50, every one would break)
       expect(proxy.limitCounts.batch_broken).toBeLessThan(proxy.batchLengths.length / 4)
-      // kept to the cap after learning it, but for a rare re-probe above it (the cap is tried higher again after runs of
-      // clean batches — at least 16 per method once learned — the wait doubling each time): of the last ten requests, at
-      // most one per method batched here (blocks, receipts) is over 20
-      expect(proxy.batchLengths.slice(-10).filter((length) => length > 20).length).toBeLessThanOrEqual(2)
+      // kept to the cap once learned: the run ends on batches within it. (Not "the last ten": each method learns on its
+      // own, and a range's receipts go in one request, so the receipts' learning — a batch of 63 broken, its halves
+      // broken, then batches of 15 — can come late in a run this short; a re-probe above the cap waits for at least 16
+      // clean batches at it, the wait doubling each time)
+      settledWithin(proxy, 20)
     }, 120_000)
   }
 })
