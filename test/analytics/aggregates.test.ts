@@ -323,7 +323,7 @@ describe('hours older than the hourly reads', () => {
       job,
       blocks: [{ number: from, hash: job.toHash, parentHash: job.parentHash, timestamp, txCount: items.length } as RangeResult['blocks'][number]],
       txCount: items.length,
-      rows: rowsOf(from, timestamp, items).map((row) => ({ ...row, record: { ...row.record, blockHash: job.toHash } })),
+      rows: rowsOf(from, timestamp, items),
       malformed: [],
     }
   }
@@ -332,8 +332,8 @@ describe('hours older than the hourly reads', () => {
   const RECENT = rangeAt(2, base, [{ tx: 'new1', from: 7, codes: ['gamma'] }])
 
   const hourly = async () =>
-    database.db.$client<{ hour: string; success: number; reverted: number; attributions: number }[]>`
-      select c.hour::text as hour, c.success_count::int as success, c.reverted_count::int as reverted, h.attributions::int as attributions
+    database.db.$client<{ hour: number; success: number; reverted: number; attributions: number }[]>`
+      select extract(epoch from c.hour)::float8 as hour, c.success_count::int as success, c.reverted_count::int as reverted, h.attributions::int as attributions
       from code_hourly_totals c join chain_hourly_totals h on h.chain_id = c.chain_id and h.hour = c.hour and h.kind = c.kind
       where c.chain_id = ${OLD_CHAIN} and c.code = 'gamma' order by c.hour`
   const daily = async () =>
@@ -348,8 +348,8 @@ describe('hours older than the hourly reads', () => {
         values (${OLD_CHAIN}, ${range.job.fromBlock}, ${range.job.toBlock}, ${range.job.parentHash}, ${range.job.toHash})`
       expect(await commitRange(database.db, range)).toMatchObject({ committed: true })
     }
-    const recentHour = new Date(Math.floor(base / HOUR) * HOUR * 1000)
-    expect(await hourly()).toEqual([{ hour: (await asTimestamptzText(recentHour)), success: 1, reverted: 0, attributions: 1 }])
+    const recentHour = Math.floor(base / HOUR) * HOUR
+    expect(await hourly()).toEqual([{ hour: recentHour, success: 1, reverted: 0, attributions: 1 }])
     expect(await daily()).toEqual([
       { day: dayOf(new Date(monthAgo * 1000)), success: 1, reverted: 1 },
       { day: dayOf(new Date(base * 1000)), success: 1, reverted: 0 },
@@ -362,15 +362,10 @@ describe('hours older than the hourly reads', () => {
     } finally {
       reserved.release()
     }
-    expect(await hourly()).toEqual([{ hour: (await asTimestamptzText(recentHour)), success: 0, reverted: 0, attributions: 0 }])
+    expect(await hourly()).toEqual([{ hour: recentHour, success: 0, reverted: 0, attributions: 0 }])
     expect((await daily()).map(({ success, reverted }) => [success, reverted])).toEqual([
       [0, 0],
       [0, 0],
     ])
   })
-
-  async function asTimestamptzText(date: Date): Promise<string> {
-    const [row] = await database.db.$client<{ text: string }[]>`select ${date.toISOString()}::timestamptz::text as text`
-    return row!.text
-  }
 })
