@@ -105,7 +105,7 @@ function countTransactions(parsed: RpcResponse[], numbers: number[], receipts: b
 function indexerRpcBatcher(url: string) {
   const rpc = createRpc({ url, timeoutMs: 60_000, batchSize: 50, maxAttempts: 1 })
   return async (numbers: number[]) => ({
-    transactions: (await rpc.blocks(numbers[0]!, numbers.at(-1)!, candidateFilter(new Set()))).reduce((sum, block) => sum + block.txCount, 0),
+    transactions: (await rpc.blocks(numbers[0]!, numbers.at(-1)!, candidateFilter(new Set()), (tx) => tx)).reduce((sum, block) => sum + block.txCount, 0),
     refused: 0,
   })
 }

@@ -33,7 +33,7 @@ export type FetchedRange = {
  * the first block's parent, every link, and the last block's hash. Hash
  * links are what make "the same range" mean the same transactions.
  */
-export function verifyBranch(blocks: readonly ScannedBlock[], job: RangeJob): void {
+export function verifyBranch(blocks: readonly Pick<ScannedBlock, 'number' | 'hash' | 'parentHash'>[], job: RangeJob): void {
   let expectedParent = job.parentHash.toLowerCase()
   for (const [i, block] of blocks.entries()) {
     const { number } = block
@@ -48,8 +48,31 @@ export function verifyBranch(blocks: readonly ScannedBlock[], job: RangeJob): vo
   }
 }
 
-function blockContext(block: ScannedBlock): IndexedBlock {
+function blockContext(block: ScannedBlock<Candidate>): IndexedBlock {
   return { number: block.number, hash: block.hash, parentHash: block.parentHash, timestamp: block.timestamp, txCount: block.txCount }
+}
+
+type Detected = { blocks: IndexedBlock[]; txCount: number; found: Array<{ candidate: Candidate; block: IndexedBlock }> }
+
+/** The range's blocks, and in them the transactions that carry a suffix or an attributed UserOperation (detected as each answer is read: batches.ts). */
+async function detectInBlocks(
+  rpc: Rpc,
+  job: RangeJob,
+  entryPoints: ReadonlySet<string>,
+  limitBlockFetches: <T>(fetch: () => Promise<T>) => Promise<T>,
+): Promise<Detected> {
+  const scanned = await limitBlockFetches(() =>
+    rpc.blocks(job.fromBlock, job.toBlock, candidateFilter(entryPoints), (tx) => detectCandidate(tx, entryPoints)),
+  )
+  verifyBranch(scanned, job)
+  const detected: Detected = { blocks: [], txCount: 0, found: [] }
+  for (const scannedBlock of scanned) {
+    const block = blockContext(scannedBlock)
+    detected.blocks.push(block)
+    detected.txCount += block.txCount
+    for (const candidate of scannedBlock.candidates) detected.found.push({ candidate, block })
+  }
+  return detected
 }
 
 /**
@@ -64,22 +87,7 @@ export async function fetchRange(
   entryPoints: ReadonlySet<string>,
   limitBlockFetches: <T>(fetch: () => Promise<T>) => Promise<T> = (fetch) => fetch(),
 ): Promise<FetchedRange> {
-  const raw = await limitBlockFetches(() => rpc.blocks(job.fromBlock, job.toBlock, candidateFilter(entryPoints)))
-  verifyBranch(raw, job)
-
-  const blocks: IndexedBlock[] = []
-  const found: Array<{ candidate: Candidate; block: IndexedBlock }> = []
-  let txCount = 0
-  for (const rawBlock of raw) {
-    const block = blockContext(rawBlock)
-    blocks.push(block)
-    txCount += block.txCount
-    for (const tx of rawBlock.candidates) {
-      const candidate = detectCandidate(tx, entryPoints)
-      if (candidate) found.push({ candidate, block })
-    }
-  }
-
+  const { blocks, txCount, found } = await detectInBlocks(rpc, job, entryPoints, limitBlockFetches)
   const malformed = found.flatMap(({ candidate, block }) => malformedOf(candidate, block))
   const needing = found.filter(({ candidate }) => needsReceipt(candidate))
   // each receipt is checked to come from the block fetched: a reorg in between is a retry, never a mix

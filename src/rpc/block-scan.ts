@@ -24,14 +24,14 @@ import type { RawTransaction } from './objects.js'
  * ScanFailed.
  */
 
-export type ScannedBlock = {
+export type ScannedBlock<Candidate = RawTransaction> = {
   number: number
   hash: Hex
   parentHash: Hex
   timestamp: number
   txCount: number
-  /** The transactions that match the filter, parsed. */
-  candidates: RawTransaction[]
+  /** The transactions that match the filter, parsed (and reduced by the caller's `keep`: batches.ts). */
+  candidates: Candidate[]
 }
 
 /** Which transactions to parse. The transport does not know why; the caller does (attribution/records.ts). */
