@@ -117,7 +117,7 @@ export function createBatches(pool: EndpointPool, options: { timeoutMs: number }
    * reduced by `keep` (dropped where it returns undefined) as soon as its
    * answer is read: a parsed transaction holds its calldata and signature,
    * and the blocks of a range arrive over several answers, so unreduced a
-   * dense chain's fetches in flight held ~6,000 of them at the heap's peak.
+   * dense chain's fetches in flight held 6,000–10,000 of them at the heap's peak.
    * Throws BlockNotFoundError if no endpoint has one.
    */
   function blocks<Candidate>(from: number, to: number, filter: TransactionFilter, keep: (tx: RawTransaction) => Candidate | undefined): Promise<ScannedBlock<Candidate>[]> {
