@@ -17,6 +17,7 @@ const address = (n: number) => `0x${n.toString(16).padStart(40, '0')}`
 let escaped = false
 let server: Server
 let url: string
+type Call = { id: number; params: [string] }
 
 function block(number: number) {
   const tx = (n: number, input: string) => ({ hash: hash(1000 * number + n), from: address(n), to: address(n + 1), input, transactionIndex: `0x${n.toString(16)}`, r: hash(3), s: hash(4) })
@@ -36,11 +37,11 @@ beforeAll(async () => {
     let body = ''
     req.on('data', (chunk) => (body += chunk))
     req.on('end', () => {
-      const calls = [JSON.parse(body)].flat() as Array<{ id: number; params: [string] }>
-      const answers = calls.map((call) => ({ jsonrpc: '2.0', id: call.id, result: block(Number.parseInt(call.params[0], 16)) }))
+      const asked = JSON.parse(body) as Call | Call[]
+      const answerOf = (call: Call) => ({ jsonrpc: '2.0', id: call.id, result: block(Number.parseInt(call.params[0], 16)) })
       res.setHeader('content-type', 'application/json')
       // JSON.stringify writes é as is: escape it, as some nodes do
-      res.end(JSON.stringify(answers.length === 1 && !Array.isArray(JSON.parse(body)) ? answers[0] : answers).replaceAll('é', '\\u00e9'))
+      res.end(JSON.stringify(Array.isArray(asked) ? asked.map(answerOf) : answerOf(asked)).replaceAll('é', '\\u00e9'))
     })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
