@@ -52,29 +52,6 @@ function blockContext(block: ScannedBlock<Candidate>): IndexedBlock {
   return { number: block.number, hash: block.hash, parentHash: block.parentHash, timestamp: block.timestamp, txCount: block.txCount }
 }
 
-type Detected = { blocks: IndexedBlock[]; txCount: number; found: Array<{ candidate: Candidate; block: IndexedBlock }> }
-
-/** The range's blocks, and in them the transactions that carry a suffix or an attributed UserOperation (detected as each answer is read: batches.ts). */
-async function detectInBlocks(
-  rpc: Rpc,
-  job: RangeJob,
-  entryPoints: ReadonlySet<string>,
-  limitBlockFetches: <T>(fetch: () => Promise<T>) => Promise<T>,
-): Promise<Detected> {
-  const scanned = await limitBlockFetches(() =>
-    rpc.blocks(job.fromBlock, job.toBlock, candidateFilter(entryPoints), (tx) => detectCandidate(tx, entryPoints)),
-  )
-  verifyBranch(scanned, job)
-  const detected: Detected = { blocks: [], txCount: 0, found: [] }
-  for (const scannedBlock of scanned) {
-    const block = blockContext(scannedBlock)
-    detected.blocks.push(block)
-    detected.txCount += block.txCount
-    for (const candidate of scannedBlock.candidates) detected.found.push({ candidate, block })
-  }
-  return detected
-}
-
 /**
  * Fetch-and-detect stage: full blocks in batched calls, scanned so that only
  * transactions ending with the marker or calling an EntryPoint are parsed,
@@ -87,7 +64,22 @@ export async function fetchRange(
   entryPoints: ReadonlySet<string>,
   limitBlockFetches: <T>(fetch: () => Promise<T>) => Promise<T> = (fetch) => fetch(),
 ): Promise<FetchedRange> {
-  const { blocks, txCount, found } = await detectInBlocks(rpc, job, entryPoints, limitBlockFetches)
+  // each candidate is detected as its answer is read (batches.ts): the parsed transactions are never held
+  const scanned = await limitBlockFetches(() =>
+    rpc.blocks(job.fromBlock, job.toBlock, candidateFilter(entryPoints), (tx) => detectCandidate(tx, entryPoints)),
+  )
+  verifyBranch(scanned, job)
+
+  const blocks: IndexedBlock[] = []
+  const found: Array<{ candidate: Candidate; block: IndexedBlock }> = []
+  let txCount = 0
+  for (const scannedBlock of scanned) {
+    const block = blockContext(scannedBlock)
+    blocks.push(block)
+    txCount += block.txCount
+    for (const candidate of scannedBlock.candidates) found.push({ candidate, block })
+  }
+
   const malformed = found.flatMap(({ candidate, block }) => malformedOf(candidate, block))
   const needing = found.filter(({ candidate }) => needsReceipt(candidate))
   // each receipt is checked to come from the block fetched: a reorg in between is a retry, never a mix
