@@ -1,4 +1,4 @@
-import { getAddress, type Address, type Hex } from 'viem'
+import type { Address, Hex } from 'viem'
 import { detached } from './detached.js'
 
 /**
@@ -6,7 +6,7 @@ import { detached } from './detached.js'
  * from their hex.
  *
  * viem's decoders turn the whole calldata into bytes, every field into a
- * value and every address into a checksum, and hash each ABI item's
+ * value and every address into a checksum (a keccak each), and hash each ABI item's
  * signature on every call to find the function: 70 µs a bundle, most of the
  * indexer's UserOperation cost. This reader takes only each op's sender,
  * nonce and callData, and a UserOperationEvent's values, as slices of the
@@ -57,7 +57,8 @@ function argumentsOf(input: string) {
     if (!hex.startsWith('000000000000000000000000000000000000000000000000')) throw new Unusual()
     return Number.parseInt(hex.slice(48), 16)
   }
-  const address = (offset: number): Address => getAddress(`0x${word(offset).slice(24)}`)
+  /** Lowercase, as the index stores every address (the input is lowercase hex): no checksum, so no keccak. */
+  const address = (offset: number): Address => `0x${word(offset).slice(24)}`
   /** A `bytes` field whose offset word is at `at`, relative to `base`. */
   const bytes = (at: number, relativeTo: number): Hex => {
     const start = relativeTo + number(at)

@@ -5,7 +5,7 @@ import { entryPoint06Abi, entryPoint06Address, entryPoint07Abi, entryPoint07Addr
 import { describe, expect, it } from 'vitest'
 import { attributionsOf, detectCandidate, malformedOf, needsReceipt } from './records.js'
 import type { RawTransaction } from '../rpc/objects.js'
-import { entryPointSet, extractUserOperations } from './userops.js'
+import { entryPointSet, extractUserOperations, readUserOperations } from './userops.js'
 
 const entryPoints = entryPointSet([entryPoint06Address, entryPoint07Address])
 const sender = (n: number) => getAddress(pad(`0x${n.toString(16)}`, { size: 20 }))
@@ -87,17 +87,18 @@ describe('extractUserOperations', () => {
       functionName: 'handleAggregatedOps',
       args: [[{ userOps: [packedOp(1, '0x'), packedOp(2, '0x')], aggregator, signature: '0x' }, { userOps: [packedOp(3, '0x')], aggregator, signature: '0x' }], beneficiary],
     })
+    // addresses come lowercase, as the index stores them
     expect(extractUserOperations(input07)?.map((op) => [op.index, op.nonce, op.aggregator])).toEqual([
-      [0, 1n, aggregator],
-      [1, 2n, aggregator],
-      [2, 3n, aggregator],
+      [0, 1n, aggregator.toLowerCase()],
+      [1, 2n, aggregator.toLowerCase()],
+      [2, 3n, aggregator.toLowerCase()],
     ])
     const input06 = encodeFunctionData({
       abi: entryPoint06Abi,
       functionName: 'handleAggregatedOps',
       args: [[{ userOps: [v06Op(4, '0x')], aggregator, signature: '0x' }], beneficiary],
     })
-    expect(extractUserOperations(input06)?.[0]).toMatchObject({ index: 0, nonce: 4n, aggregator })
+    expect(extractUserOperations(input06)?.[0]).toMatchObject({ index: 0, nonce: 4n, aggregator: aggregator.toLowerCase() })
   })
 
   it('returns undefined for other calldata', () => {
@@ -118,8 +119,26 @@ describe('detectCandidate and attributionsOf', () => {
     expect(needsReceipt(candidate)).toBe(true)
     const records = attributionsOf(candidate, { transactionHash: candidate.tx.hash, status: '0x0', logs: [] }, block)
     expect(records).toHaveLength(1)
-    expect(records[0]).toMatchObject({ kind: 'transaction', userOpIndex: -1, status: 'reverted', txIndex: 3, sender: sender(500) })
+    expect(records[0]).toMatchObject({ kind: 'transaction', userOpIndex: -1, status: 'reverted', txIndex: 3, sender: sender(500).toLowerCase() })
     expect(records[0]!.attribution.codes).toEqual(['app', 'wallet'])
+  })
+
+  it('spells one wallet one way: a transaction from it and a UserOperation of it name the same lowercase sender', () => {
+    // an EIP-7702 account sends both; unique senders are counted by the stored text, so a checksummed spelling
+    // of either side would count the wallet twice
+    const wallet = sender(0xabcdef)
+    expect(wallet).not.toBe(wallet.toLowerCase())
+    const own = detectCandidate({ ...tx(concat(['0xa9059cbb', suffix(['app'])]), sender(1)), from: wallet }, entryPoints)!
+    const [fromTransaction] = attributionsOf(own, { transactionHash: own.tx.hash, status: '0x1', logs: [] }, block)
+    const op = { ...packedOp(1, concat([executeCall, suffix(['app'])])), sender: wallet }
+    const input = encodeFunctionData({ abi: entryPoint07Abi, functionName: 'handleOps', args: [[op], beneficiary] })
+    const bundle = detectCandidate(tx(input, entryPoint07Address), entryPoints)!
+    const [fromOperation] = attributionsOf(bundle, { transactionHash: bundle.tx.hash, status: '0x1', logs: [] }, block)
+    expect([fromTransaction!.sender, fromOperation!.sender]).toEqual([wallet.toLowerCase(), wallet.toLowerCase()])
+    // the same arguments with capitals are left to viem, which checksums: lowercase all the same
+    const capitals = `${input.slice(0, 10)}${input.slice(10).toUpperCase()}` as Hex
+    expect(readUserOperations(capitals)).toBeUndefined()
+    expect(extractUserOperations(capitals)?.map((read) => read.sender)).toEqual([wallet.toLowerCase()])
   })
 
   it('attributes each suffixed UserOperation of a bundle to its event', () => {

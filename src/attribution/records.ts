@@ -51,6 +51,11 @@ export type AttributionRecord = {
   /** -1 for the transaction itself, else the op's position in the bundle. */
   userOpIndex: number
   userOpHash: Hex | undefined
+  /**
+   * Lowercase, whichever way the node or the calldata spelled it: unique
+   * senders are counted by this text, so one wallet must have one spelling
+   * (a 7702 account sends both transactions and UserOperations).
+   */
   sender: Address
   target: Address | null
   status: 'success' | 'reverted'
@@ -168,7 +173,7 @@ export function attributionsOf(candidate: Candidate, receipt: RawReceipt, block:
       blockTimestamp: block.timestamp,
       userOpIndex: -1,
       userOpHash: undefined,
-      sender: tx.from,
+      sender: tx.from.toLowerCase() as Address,
       target: tx.to,
       status: receipt.status === '0x1' ? 'success' : 'reverted',
       actualGasCost: undefined,

@@ -43,6 +43,7 @@ export const USER_OPERATION_EVENT_TOPIC = toEventSelector(userOperationEventAbi[
 export type BundledUserOperation = {
   /** Position in the bundle, counting across aggregator groups in calldata order. */
   index: number
+  /** Lowercase, however the calldata spelled it: the index counts senders by their text (records.ts). */
   sender: Address
   nonce: bigint
   callData: Hex
@@ -112,8 +113,8 @@ function decodeWithViem(input: Hex): BundledUserOperation[] | undefined {
   }
   const ops: BundledUserOperation[] = []
   const push = (op: RawOp, aggregator?: Address) => {
-    const entry: BundledUserOperation = { index: ops.length, sender: op.sender, nonce: op.nonce, callData: op.callData }
-    if (aggregator) entry.aggregator = aggregator
+    const entry: BundledUserOperation = { index: ops.length, sender: lowercase(op.sender), nonce: op.nonce, callData: op.callData }
+    if (aggregator) entry.aggregator = lowercase(aggregator)
     ops.push(entry)
   }
   if (decoded.functionName === 'handleOps') {
@@ -124,6 +125,8 @@ function decodeWithViem(input: Hex): BundledUserOperation[] | undefined {
   }
   return ops
 }
+
+const lowercase = (address: Address) => address.toLowerCase() as Address
 
 type LogLike = { address: string; topics: readonly string[]; data: string }
 

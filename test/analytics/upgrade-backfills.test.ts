@@ -26,6 +26,8 @@ const url = databaseUrlNamed(inject('databaseUrl'), name)
 let sql: postgres.Sql
 let db: Database
 let api: TestApi
+/** Wallets stored in two spellings before the upgrade. */
+let spelledApart = 0
 
 const admin = () => postgres(databaseUrlNamed(inject('databaseUrl'), 'postgres'), { max: 1, onnotice: () => {} })
 
@@ -56,7 +58,9 @@ beforeAll(async () => {
   await migrateThroughBackfills(url)
   sql = postgres(url, { max: 2, onnotice: () => {} })
   // few enough codes that the leaderboard lists them all on one page
-  await insertAttributionRows(sql, { rows: ROWS, codes: 60, senders: 400 })
+  // a wallet's UserOperations spelled apart from its transactions, as before migration 0019
+  await insertAttributionRows(sql, { rows: ROWS, codes: 60, senders: 400, opSendersSpelledApart: true })
+  spelledApart = (await sql<{ n: number }[]>`select count(distinct sender)::int - count(distinct lower(sender))::int as n from attributions`)[0]!.n
   await runBackfills(sql)
   await migrateDatabase(url)
   // rows the commit statement never saw: the API builds the rolling windows from them when it starts
@@ -87,6 +91,13 @@ describe('after the upgrade', () => {
         (select count(*) from attribution_suffixes s join (select distinct chain_id, tx_hash, user_op_index from attributions) u
           using (chain_id, tx_hash, user_op_index) where s.suffix like '0x%' and s.suffix_bytes > 0)::int as matched`
     expect(counts).toEqual({ suffixes: ROWS, units: ROWS, matched: ROWS })
+  })
+
+  it('stores every sender lowercase, a wallet in two spellings counted once (migration 0019)', async () => {
+    expect(spelledApart).toBeGreaterThan(100)
+    const [stored] = await sql<{ apart: number }[]>`select count(*)::int as apart from attributions where sender <> lower(sender)`
+    expect(stored!.apart).toBe(0)
+    // the sums below count distinct lowercase senders: without the merge the API would count these wallets twice
   })
 
   it('summarises every chain and each chain as the rows say', async () => {

@@ -101,7 +101,9 @@ export function randomBundleInput(random: Random): string {
 
 type Op = { index: number; sender: string; nonce: bigint; callData: string; aggregator?: string }
 
-/** The ops viem decodes from `input`, numbered in calldata order, or undefined when it refuses. */
+const lower = (address: string) => address.toLowerCase()
+
+/** The ops viem decodes from `input`, numbered in calldata order, addresses lowercase as the index keeps them, or undefined when it refuses. */
 function viemOps(input: string): Op[] | undefined {
   let decoded
   try {
@@ -112,10 +114,10 @@ function viemOps(input: string): Op[] | undefined {
   type RawOp = { sender: string; nonce: bigint; callData: string }
   const ops: Op[] = []
   if (decoded.functionName === 'handleOps') {
-    for (const op of decoded.args[0] as readonly RawOp[]) ops.push({ index: ops.length, sender: op.sender, nonce: op.nonce, callData: op.callData })
+    for (const op of decoded.args[0] as readonly RawOp[]) ops.push({ index: ops.length, sender: lower(op.sender), nonce: op.nonce, callData: op.callData })
   } else {
     for (const group of decoded.args[0] as readonly { userOps: readonly RawOp[]; aggregator: string }[]) {
-      for (const op of group.userOps) ops.push({ index: ops.length, sender: op.sender, nonce: op.nonce, callData: op.callData, aggregator: group.aggregator })
+      for (const op of group.userOps) ops.push({ index: ops.length, sender: lower(op.sender), nonce: op.nonce, callData: op.callData, aggregator: lower(group.aggregator) })
     }
   }
   return ops

@@ -66,12 +66,19 @@ export const UPGRADE_CHAINS = { base: 8453, devnet: 31337 } as const
  * in for randomness). Every row is its own transaction or operation; a
  * quarter on the devnet chain, the rest on Base; `codes` codes skewed so a
  * few are busy, 1% invalid, a tenth in a custom registry; `senders` senders;
- * 20% UserOperations, 5% reverted; spread over the last 30 days.
+ * 20% UserOperations, 5% reverted; spread over the last 30 days. With
+ * `opSendersSpelledApart`, a UserOperation's sender is stored in capitals,
+ * as senders were stored before migration 0019 (checksummed from calldata)
+ * while the same wallet's transactions stored it lowercase.
  */
 // the columns are spelled out, not taken from store/attribution-columns.ts: these rows are written into the schema
 // as it was before the aggregates (and before migration 0016 moved each suffix to attribution_suffixes), not today's
-export async function insertAttributionRows(sql: postgres.Sql, options: { rows: number; codes: number; senders: number }): Promise<void> {
+export async function insertAttributionRows(
+  sql: postgres.Sql,
+  options: { rows: number; codes: number; senders: number; opSendersSpelledApart?: boolean },
+): Promise<void> {
   const { rows, codes, senders } = options
+  const spelledApart = options.opSendersSpelledApart ?? false
   // h: a deterministic 31-bit hash of the row number; codes are skewed (a few busy, a long tail) like real traffic
   await sql`
     insert into attributions (chain_id, block_number, block_hash, block_timestamp, tx_hash, tx_index, kind, user_op_index, user_op_hash,
@@ -84,7 +91,8 @@ export async function insertAttributionRows(sql: postgres.Sql, options: { rows: 
       case when i % 5 = 0 then 'userOperation' else 'transaction' end,
       case when i % 5 = 0 then 0 else -1 end,
       case when i % 5 = 0 then '0x' || md5('o' || i) || md5('p' || i) end,
-      '0x' || substr(md5('s' || (h % ${senders}::int)), 1, 40), null,
+      '0x' || case when i % 5 = 0 and ${spelledApart}::boolean then upper(substr(md5('s' || (h % ${senders}::int)), 1, 40))
+        else substr(md5('s' || (h % ${senders}::int)), 1, 40) end, null,
       case when i % 100 = 0 then 'Bad-Code-' || (h % 7) else 'bc_' || lpad(k::text, 8, '0') end,
       case when i % 100 = 0 then 'invalid' when k % 10 = 1 then 'custom' else 'unregistered' end,
       null, array['bc_' || lpad(k::text, 8, '0')], case when k % 10 = 1 then 1 else 0 end,
