@@ -176,6 +176,8 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
       prefix: config.QUEUE_PREFIX,
       concurrency: config.WORKER_CONCURRENCY,
       rangeSize: config.RANGE_SIZE,
+      maxRangeRows: config.MAX_RANGE_ROWS,
+      queue,
       lockMs: config.JOB_LOCK_MS,
       stuckAfter: config.STUCK_RANGE_ATTEMPTS,
       chains: workerChains,

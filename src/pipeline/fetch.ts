@@ -8,7 +8,9 @@ import {
   type Candidate,
   type MalformedRecord,
 } from '../attribution/records.js'
+import type { Hex } from 'viem'
 import type { Rpc, ScannedBlock } from '../rpc/client.js'
+import type { RawTransaction } from '../rpc/objects.js'
 import type { IndexedBlock } from '../store/commit.js'
 import type { RangeJob } from '../store/ranges.js'
 
@@ -20,6 +22,21 @@ export class BranchMismatchError extends Error {
   }
 }
 
+/**
+ * The range's candidates would make more rows than a range may hold
+ * (MAX_RANGE_ROWS): it is to be replaced by `pieces`, contiguous ranges of
+ * the same branch, each within the budget unless it is a single block.
+ */
+export class RangeTooDenseError extends Error {
+  override name = 'RangeTooDenseError'
+  constructor(
+    job: RangeJob,
+    readonly rows: number,
+    readonly pieces: RangeJob[],
+  ) {
+    super(`range ${job.fromBlock}-${job.toBlock} of chain ${job.chainId}: ${rows} rows, cut into ${pieces.length} ranges`)
+  }
+}
 
 export type FetchedRange = {
   blocks: IndexedBlock[]
@@ -52,23 +69,73 @@ function blockContext(block: ScannedBlock<Candidate>): IndexedBlock {
   return { number: block.number, hash: block.hash, parentHash: block.parentHash, timestamp: block.timestamp, txCount: block.txCount }
 }
 
+/** The rows a candidate brings to its range's commit: one per code of each attributed suffix, one per malformed one. */
+export function rowsOf(candidate: Candidate): number {
+  let rows = candidate.malformedOps.length
+  if (candidate.own) rows += candidate.own.kind === 'attributed' ? candidate.own.codes.length : 1
+  for (const { result } of candidate.attributedOps) rows += result.codes.length
+  return rows
+}
+
+/**
+ * Contiguous pieces of the fetched range, each holding at most `maxRows`
+ * rows unless it is one block (a block cannot be split), pinned to the
+ * hashes just fetched: each piece is checked against its branch again when
+ * it is indexed, so a reorg in between is a mismatch like any other.
+ */
+export function piecesOf(job: RangeJob, blocks: readonly Pick<ScannedBlock, 'number' | 'hash'>[], rowsByBlock: ReadonlyMap<number, number>, maxRows: number): RangeJob[] {
+  const pieces: RangeJob[] = []
+  let parentHash = job.parentHash
+  let start = 0
+  let rows = 0
+  blocks.forEach((block, i) => {
+    const next = blocks[i + 1]
+    rows += rowsByBlock.get(block.number) ?? 0
+    const nextRows = next ? (rowsByBlock.get(next.number) ?? 0) : 0
+    if (next && rows + nextRows <= maxRows) return
+    pieces.push({ chainId: job.chainId, fromBlock: blocks[start]!.number, toBlock: block.number, parentHash, toHash: block.hash as Hex })
+    parentHash = block.hash as Hex
+    start = i + 1
+    rows = 0
+  })
+  return pieces
+}
+
 /**
  * Fetch-and-detect stage: full blocks in batched calls, scanned so that only
  * transactions ending with the marker or calling an EntryPoint are parsed,
  * then receipts only for the few that carry a suffix or an attributed
  * UserOperation.
+ *
+ * Anyone can fill blocks with suffixes of 32 codes: on a chain of cheap gas
+ * a range of 50 such blocks is millions of rows, more than a worker's
+ * memory or one statement holds, and it would fail on every retry. So a
+ * range of several blocks stops holding candidates once they pass
+ * `maxRows` rows, still counts the rest, and throws RangeTooDenseError
+ * naming the pieces to index instead.
  */
 export async function fetchRange(
   rpc: Rpc,
   job: RangeJob,
   entryPoints: ReadonlySet<string>,
-  limitBlockFetches: <T>(fetch: () => Promise<T>) => Promise<T> = (fetch) => fetch(),
+  options: { maxRows: number; limitBlockFetches?: <T>(fetch: () => Promise<T>) => Promise<T> },
 ): Promise<FetchedRange> {
+  const { maxRows, limitBlockFetches = (fetch) => fetch() } = options
+  const splittable = job.toBlock > job.fromBlock
+  const rowsByBlock = new Map<number, number>()
+  let rows = 0
   // each candidate is detected as its answer is read (batches.ts): the parsed transactions are never held
-  const scanned = await limitBlockFetches(() =>
-    rpc.blocks(job.fromBlock, job.toBlock, candidateFilter(entryPoints), (tx) => detectCandidate(tx, entryPoints)),
-  )
+  const keep = (tx: RawTransaction, blockNumber: number) => {
+    const candidate = detectCandidate(tx, entryPoints)
+    if (candidate === undefined) return undefined
+    const added = rowsOf(candidate)
+    rows += added
+    rowsByBlock.set(blockNumber, (rowsByBlock.get(blockNumber) ?? 0) + added)
+    return splittable && rows > maxRows ? undefined : candidate
+  }
+  const scanned = await limitBlockFetches(() => rpc.blocks(job.fromBlock, job.toBlock, candidateFilter(entryPoints), keep))
   verifyBranch(scanned, job)
+  if (splittable && rows > maxRows) throw new RangeTooDenseError(job, rows, piecesOf(job, scanned, rowsByBlock, maxRows))
 
   const blocks: IndexedBlock[] = []
   const found: Array<{ candidate: Candidate; block: IndexedBlock }> = []

@@ -1,7 +1,7 @@
 import { Worker, type Job } from 'bullmq'
 import pLimit from 'p-limit'
 import type { Database } from '../db/client.js'
-import { flagMismatch, isRangePending, recordRangeFailure } from '../store/ranges.js'
+import { flagMismatch, isRangePending, recordRangeFailure, splitRange } from '../store/ranges.js'
 import type { Logger } from '../logger.js'
 import type { IndexerMetrics } from '../metrics/indexer.js'
 import type { Redis } from '../redis/client.js'
@@ -9,9 +9,9 @@ import type { Rpc } from '../rpc/client.js'
 import { commitRange, type AttributionRow, type CommitOutcome, type RangeResult } from '../store/commit.js'
 import { createIndexStore } from '../store/index-store.js'
 import { createCommitBatcher } from './commit-batches.js'
-import { BranchMismatchError, fetchRange, type FetchedRange } from './fetch.js'
+import { BranchMismatchError, fetchRange, RangeTooDenseError, type FetchedRange } from './fetch.js'
 import type { RangeJob } from '../store/ranges.js'
-import { RANGE_QUEUE, rangeRetryDelay } from './queue.js'
+import { enqueueRanges, RANGE_QUEUE, rangeRetryDelay, type RangeQueue } from './queue.js'
 import type { CodeResolver } from './resolve.js'
 
 export type WorkerChain = { chainId: number; rpc: Rpc; entryPoints: ReadonlySet<string> }
@@ -24,6 +24,10 @@ export type RangeWorkerOptions = {
   concurrency: number
   /** Blocks in a full range (RANGE_SIZE): full ranges mean a backlog, and share commit statements. */
   rangeSize: number
+  /** Most attribution rows a range of several blocks may hold (MAX_RANGE_ROWS); a denser one is split (fetch.ts). */
+  maxRangeRows: number
+  /** Where the pieces of a split range are enqueued (the follower's sweep would find them too, later). */
+  queue: RangeQueue
   /** Lock duration and stalled-check interval, ms. */
   lockMs?: number
   /** Failed attempts after which a range is reported stuck (STUCK_RANGE_ATTEMPTS). */
@@ -46,7 +50,7 @@ export type RangeWorkerOptions = {
  */
 const RANGES_PER_BLOCK_FETCH = 4
 
-export type RangeOutcome = { outcome: 'indexed' | 'stale'; txCount: number; inserted: number }
+export type RangeOutcome = { outcome: 'indexed' | 'stale' | 'split'; txCount: number; inserted: number }
 
 /** Resolve stage: one row per (record, distinct code), each with what the code means. */
 async function resolveRows(fetched: FetchedRange, resolver: CodeResolver): Promise<AttributionRow[]> {
@@ -68,7 +72,9 @@ async function resolveRows(fetched: FetchedRange, resolver: CodeResolver): Promi
  * any number of times and to kill at any instant — the effect in Postgres
  * happens once, in the transaction of its commit statement.
  */
-type ProcessOptions = Omit<RangeWorkerOptions, 'connection' | 'prefix' | 'concurrency' | 'rangeSize' | 'lockMs' | 'stuckAfter'> & {
+type ProcessOptions = Omit<RangeWorkerOptions, 'connection' | 'prefix' | 'concurrency' | 'rangeSize' | 'lockMs' | 'stuckAfter' | 'queue'> & {
+  /** Enqueues the pieces of a range split for its density; without it the follower's sweep finds them. */
+  enqueue?: (jobs: readonly RangeJob[]) => Promise<void>
   limitBlockFetches?: <T>(fetch: () => Promise<T>) => Promise<T>
   /** The aggregate stage; by default the range's own statement. */
   commit?: (result: RangeResult) => Promise<CommitOutcome>
@@ -83,9 +89,13 @@ export async function processRange(job: RangeJob, options: ProcessOptions): Prom
 
   let fetched: FetchedRange
   try {
-    fetched = await fetchRange(chain.rpc, job, chain.entryPoints, options.limitBlockFetches)
+    fetched = await fetchRange(chain.rpc, job, chain.entryPoints, {
+      maxRows: options.maxRangeRows,
+      ...(options.limitBlockFetches && { limitBlockFetches: options.limitBlockFetches }),
+    })
   } catch (error) {
     if (error instanceof BranchMismatchError) await flagMismatch(db.$client, job)
+    if (error instanceof RangeTooDenseError) return splitDenseRange(job, error, options)
     throw error
   }
   const rows = await resolveRows(fetched, resolver)
@@ -99,6 +109,17 @@ export async function processRange(job: RangeJob, options: ProcessOptions): Prom
   })
   if (committed) metrics?.rangeIndexed(job.chainId, fetched, inserted)
   return { outcome: committed ? 'indexed' : 'stale', txCount: fetched.txCount, inserted }
+}
+
+/** The range is replaced by its pieces, which are indexed as ranges of their own. */
+async function splitDenseRange(job: RangeJob, dense: RangeTooDenseError, options: ProcessOptions): Promise<RangeOutcome> {
+  if (!(await splitRange(options.db.$client, job, dense.pieces))) return { outcome: 'stale', txCount: 0, inserted: 0 }
+  options.logger.child({ component: 'worker' }).info(
+    { chain_id: job.chainId, range: `${job.fromBlock}-${job.toBlock}`, rows: dense.rows, max_range_rows: options.maxRangeRows, pieces: dense.pieces.length },
+    'range split: its blocks hold more attribution rows than MAX_RANGE_ROWS',
+  )
+  await options.enqueue?.(dense.pieces)
+  return { outcome: 'split', txCount: 0, inserted: 0 }
 }
 
 export function createRangeWorker(options: RangeWorkerOptions) {
@@ -137,7 +158,12 @@ export function createRangeWorker(options: RangeWorkerOptions) {
     async (job: Job<RangeJob>, token?: string) => {
       active.set(job.id!, { job, token })
       try {
-        return await processRange(job.data, { ...options, limitBlockFetches, commit: commits.commit })
+        return await processRange(job.data, {
+          ...options,
+          limitBlockFetches,
+          commit: commits.commit,
+          enqueue: (pieces) => enqueueRanges(options.queue, pieces),
+        })
       } catch (error) {
         // a range handed back at shutdown fails here as its connections close: not the range's failure
         if (!releasing) await recordFailure(job.data, error as Error)

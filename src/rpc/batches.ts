@@ -114,18 +114,23 @@ export function createBatches(pool: EndpointPool, options: { timeoutMs: number }
 
   /**
    * Blocks `from`..`to`, with the transactions `filter` lets through, each
-   * reduced by `keep` (dropped where it returns undefined) as soon as its
+   * reduced by `keep` (given the block's number; dropped where it returns undefined) as soon as its
    * answer is read: a parsed transaction holds its calldata and signature,
    * and the blocks of a range arrive over several answers, so unreduced a
    * dense chain's fetches in flight held 6,000–10,000 of them at the heap's peak.
    * Throws BlockNotFoundError if no endpoint has one.
    */
-  function blocks<Candidate>(from: number, to: number, filter: TransactionFilter, keep: (tx: RawTransaction) => Candidate | undefined): Promise<ScannedBlock<Candidate>[]> {
+  function blocks<Candidate>(
+    from: number,
+    to: number,
+    filter: TransactionFilter,
+    keep: (tx: RawTransaction, blockNumber: number) => Candidate | undefined,
+  ): Promise<ScannedBlock<Candidate>[]> {
     const numbers = Array.from({ length: to - from + 1 }, (_, i) => from + i)
     const reduced = (block: ScannedBlock): ScannedBlock<Candidate> => {
       const candidates: Candidate[] = []
       for (const tx of block.candidates) {
-        const kept = keep(tx)
+        const kept = keep(tx, block.number)
         if (kept !== undefined) candidates.push(kept)
       }
       return { ...block, candidates }

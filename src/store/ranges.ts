@@ -91,6 +91,29 @@ export async function insertRanges(sql: Sql, ranges: readonly RangeJob[]): Promi
   await sql`insert into ranges ${sql(rows)} on conflict (chain_id, from_block) do nothing`
 }
 
+/**
+ * Replaces a pending range by `pieces` (contiguous, same first block, same
+ * last block and hash: RangeTooDenseError), in one transaction: the range's
+ * row becomes the first piece and the others are added. False when the
+ * range is no longer pending on its branch (indexed, split or replaced
+ * meanwhile), and nothing changes.
+ */
+export async function splitRange(sql: postgres.Sql, job: RangeJob, pieces: readonly RangeJob[]): Promise<boolean> {
+  const [first, ...rest] = pieces
+  if (!first || first.fromBlock !== job.fromBlock || pieces.at(-1)!.toBlock !== job.toBlock || pieces.at(-1)!.toHash !== job.toHash) {
+    throw new Error(`pieces of range ${job.fromBlock}-${job.toBlock} do not cover it`)
+  }
+  return sql.begin(async (tx) => {
+    const [row] = await tx`
+      update ranges set to_block = ${first.toBlock}, to_hash = ${first.toHash}, attempts = 0, last_error = null, last_error_at = null
+      where chain_id = ${job.chainId} and from_block = ${job.fromBlock} and to_block = ${job.toBlock} and to_hash = ${job.toHash} and status = 'pending'
+      returning 1`
+    if (!row) return false
+    await insertRanges(tx, rest)
+    return true
+  })
+}
+
 /** Whether a job's range is still waiting to be indexed on the branch it was cut from. */
 export async function isRangePending(sql: Sql, job: RangeJob): Promise<boolean> {
   const [row] = await sql`
