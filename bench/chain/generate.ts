@@ -3,7 +3,7 @@ import { closeSync, existsSync, mkdirSync, openSync, renameSync, rmSync, writeFi
 import { fileURLToPath } from 'node:url'
 import type { Address, Hex } from 'viem'
 import { deriveBuilderCode } from '../../src/registry/derive.js'
-import { abiCall, attributionSuffix, createCodePools, malformedSuffixHex, type CodePools, type SuffixSpec } from '../lib/calldata.js'
+import { abiCall, attributionSuffix, createCodePools, floodSuffix, malformedSuffixHex, type CodePools, type SuffixSpec } from '../lib/calldata.js'
 import { createRandom, type Random } from '../../devnet/random.js'
 import { bloomHex, createBloom, mergeBloom } from './bloom.js'
 import { hash32, hexQuantity } from './json-fields.js'
@@ -40,6 +40,8 @@ export type ChainParams = {
   revertedRate: number
   /** Numbered app codes after the named ones: the long tail of a heavy-headed code distribution. */
   codeTail: number
+  /** When set, every directly attributed transaction carries one suffix naming this many codes (floodSuffix). */
+  floodCodes?: number
   seed: number
   /** Unix seconds of block 0. */
   genesisTimestamp: number
@@ -76,6 +78,19 @@ export const denseChainParams: Omit<ChainParams, 'blocks'> = {
   malformedRate: 0.001,
   codeTail: 5_000,
   seed: 8023,
+}
+
+/**
+ * A flooded chain: 90% of the transactions attributed, those sent directly
+ * (63%) each with a suffix of 32 codes, ~20 rows a transaction: blocks an
+ * attacker filled with the most rows calldata can buy. A range of 50 such
+ * blocks is 200,000 rows; the indexer must split it, not hold it.
+ */
+export const floodChainParams: Omit<ChainParams, 'blocks'> = {
+  ...denseChainParams,
+  attributedRate: 0.9,
+  floodCodes: 32,
+  seed: 8024,
 }
 
 export type ChainMeta = {
@@ -199,7 +214,7 @@ function nextTransaction(g: Generator, context: TxContext): BuiltTransaction {
   const senderIndex = random.int(actors.senders.length)
   const plain = plainTransaction(random, actors)
   const malformed = roll >= params.attributedRate + params.plainBundleRate && roll < params.attributedRate + params.plainBundleRate + params.malformedRate
-  const suffix = roll < directShare ? attributionSuffix(random, g.pools) : undefined
+  const suffix = roll < directShare ? (params.floodCodes ? floodSuffix(params.floodCodes) : attributionSuffix(random, g.pools)) : undefined
   const input = plain.input + (suffix?.suffixHex ?? '') + (malformed ? malformedSuffixHex(random) : '')
   const built = signedTransaction(random, context, {
     from: actors.senders[senderIndex]!,

@@ -181,6 +181,22 @@ export function attributionSuffix(random: Random, pools: CodePools): SuffixSpec 
 }
 
 /**
+ * The suffix a flood repeats: schema 0 naming `count` short codes (`f0`,
+ * `f1`, …), as an attacker filling blocks would, for the most rows per byte
+ * of calldata (32 is the most a suffix may name and still count).
+ */
+export function floodSuffix(count: number): SuffixSpec {
+  let suffix = floodSuffixes.get(count)
+  if (!suffix) {
+    const codes = Array.from({ length: count }, (_, i) => `f${i.toString(36)}`)
+    const suffixHex = Attribution.toDataSuffix({ codes }).slice(2).toLowerCase()
+    floodSuffixes.set(count, (suffix = { schemaId: 0, suffixHex, codes, gas: calldataGasOf(suffixHex) }))
+  }
+  return suffix
+}
+const floodSuffixes = new Map<number, SuffixSpec>()
+
+/**
  * Calldata that ends with the marker but cannot be decoded (unknown schema
  * id 7): the indexer must count it as malformed and move on.
  */
