@@ -102,8 +102,9 @@ const envSchema = z.object({
   RANGE_SIZE: positiveInt.default(50),
   /**
    * Most attribution rows (and malformed suffixes) one range may hold. Anyone can fill blocks with 32-code
-   * suffixes; a denser range is split into ranges within it (a single block is indexed whole), so a worker's
-   * memory and a commit statement stay bounded. The dense bench chain's ranges hold ~4,700.
+   * suffixes; a denser range is split into ranges within it, so a worker's memory and a commit statement stay
+   * bounded. A single block past it is indexed whole, one such block at a time per worker. The dense bench
+   * chain's ranges hold ~4,700.
    */
   MAX_RANGE_ROWS: positiveInt.default(10_000),
   /** The follower stops enqueueing while this many ranges wait to be indexed. */

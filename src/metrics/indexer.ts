@@ -12,6 +12,12 @@ type IndexedRangeCounts = { blocks: readonly unknown[]; txCount: number; malform
 export function createIndexerMetrics(registry: Registry) {
   const label = (chainId: number | undefined) => ({ chain_id: String(chainId ?? 'unknown') })
   const rangesProcessed = new Counter({ name: 'indexer_ranges_processed_total', help: 'Block ranges indexed', labelNames: ['chain_id'], registers: [registry] })
+  const denseRanges = new Counter({
+    name: 'indexer_dense_ranges_total',
+    help: 'Ranges whose blocks held more rows than MAX_RANGE_ROWS, by outcome: split into ranges within it, or a single block indexed alone',
+    labelNames: ['chain_id', 'outcome'],
+    registers: [registry],
+  })
   const rangesFailed = new Counter({ name: 'indexer_range_failures_total', help: 'Range job attempts that failed and will be retried', labelNames: ['chain_id'], registers: [registry] })
   const blocks = new Counter({ name: 'indexer_blocks_processed_total', help: 'Blocks indexed', labelNames: ['chain_id'], registers: [registry] })
   const transactions = new Counter({ name: 'indexer_transactions_scanned_total', help: 'Transactions scanned for a suffix', labelNames: ['chain_id'], registers: [registry] })
@@ -98,6 +104,7 @@ export function createIndexerMetrics(registry: Registry) {
       if (userOperationRecords > 0) attributions.inc({ ...label(chainId), kind: 'userOperation' }, userOperationRecords)
     },
     rangeFailed: (chainId: number | undefined) => rangesFailed.inc(label(chainId)),
+    denseRange: (chainId: number, outcome: 'split' | 'block_alone') => denseRanges.inc({ ...label(chainId), outcome }),
     rpcResponse: (status: number) => rpcResponses.inc({ status: String(status) }),
     rpcError: (chainId: number) => rpcErrors.inc(label(chainId)),
     reorg: (chainId: number, depth: number) => reorgs.observe(label(chainId), depth),

@@ -25,7 +25,8 @@ export class BranchMismatchError extends Error {
 /**
  * The range's candidates would make more rows than a range may hold
  * (MAX_RANGE_ROWS): it is to be replaced by `pieces`, contiguous ranges of
- * the same branch, each within the budget unless it is a single block.
+ * the same branch, each within the budget unless it is a single block; a
+ * range of one block has itself as its only piece.
  */
 export class RangeTooDenseError extends Error {
   override name = 'RangeTooDenseError'
@@ -109,10 +110,11 @@ export function piecesOf(job: RangeJob, blocks: readonly Pick<ScannedBlock, 'num
  *
  * Anyone can fill blocks with suffixes of 32 codes: on a chain of cheap gas
  * a range of 50 such blocks is millions of rows, more than a worker's
- * memory or one statement holds, and it would fail on every retry. So a
- * range of several blocks stops holding candidates once they pass
- * `maxRows` rows, still counts the rest, and throws RangeTooDenseError
- * naming the pieces to index instead.
+ * memory or one statement holds, and it would fail on every retry. So the
+ * fetch stops holding candidates once they pass `maxRows` rows, still counts
+ * the rest, and throws RangeTooDenseError naming the pieces to index
+ * instead: contiguous ranges within the budget, or the range itself when it
+ * is one block (then fetched again with no budget, one at a time: worker.ts).
  */
 export async function fetchRange(
   rpc: Rpc,
@@ -121,7 +123,6 @@ export async function fetchRange(
   options: { maxRows: number; limitBlockFetches?: <T>(fetch: () => Promise<T>) => Promise<T> },
 ): Promise<FetchedRange> {
   const { maxRows, limitBlockFetches = (fetch) => fetch() } = options
-  const splittable = job.toBlock > job.fromBlock
   const rowsByBlock = new Map<number, number>()
   let rows = 0
   // each candidate is detected as its answer is read (batches.ts): the parsed transactions are never held
@@ -131,11 +132,11 @@ export async function fetchRange(
     const added = rowsOf(candidate)
     rows += added
     rowsByBlock.set(blockNumber, (rowsByBlock.get(blockNumber) ?? 0) + added)
-    return splittable && rows > maxRows ? undefined : candidate
+    return rows > maxRows ? undefined : candidate
   }
   const scanned = await limitBlockFetches(() => rpc.blocks(job.fromBlock, job.toBlock, candidateFilter(entryPoints), keep))
   verifyBranch(scanned, job)
-  if (splittable && rows > maxRows) throw new RangeTooDenseError(job, rows, piecesOf(job, scanned, rowsByBlock, maxRows))
+  if (rows > maxRows) throw new RangeTooDenseError(job, rows, piecesOf(job, scanned, rowsByBlock, maxRows))
 
   const blocks: IndexedBlock[] = []
   const found: Array<{ candidate: Candidate; block: IndexedBlock }> = []

@@ -24,7 +24,7 @@ export type RangeWorkerOptions = {
   concurrency: number
   /** Blocks in a full range (RANGE_SIZE): full ranges mean a backlog, and share commit statements. */
   rangeSize: number
-  /** Most attribution rows a range of several blocks may hold (MAX_RANGE_ROWS); a denser one is split (fetch.ts). */
+  /** Most attribution rows a range may hold (MAX_RANGE_ROWS): a denser one is split, a denser block indexed alone (fetch.ts). */
   maxRangeRows: number
   /** Where the pieces of a split range are enqueued (the follower's sweep would find them too, later). */
   queue: RangeQueue
@@ -75,6 +75,8 @@ async function resolveRows(fetched: FetchedRange, resolver: CodeResolver): Promi
 type ProcessOptions = Omit<RangeWorkerOptions, 'connection' | 'prefix' | 'concurrency' | 'rangeSize' | 'lockMs' | 'stuckAfter' | 'queue'> & {
   /** Enqueues the pieces of a range split for its density; without it the follower's sweep finds them. */
   enqueue?: (jobs: readonly RangeJob[]) => Promise<void>
+  /** Where a block past MAX_RANGE_ROWS alone is indexed: one at a time per worker, so only one is held whole. */
+  oneHeavyBlockAtATime?: <T>(index: () => Promise<T>) => Promise<T>
   limitBlockFetches?: <T>(fetch: () => Promise<T>) => Promise<T>
   /** The aggregate stage; by default the range's own statement. */
   commit?: (result: RangeResult) => Promise<CommitOutcome>
@@ -95,7 +97,13 @@ export async function processRange(job: RangeJob, options: ProcessOptions): Prom
     })
   } catch (error) {
     if (error instanceof BranchMismatchError) await flagMismatch(db.$client, job)
-    if (error instanceof RangeTooDenseError) return splitDenseRange(job, error, options)
+    if (error instanceof RangeTooDenseError) {
+      if (error.pieces.length > 1) return splitDenseRange(job, error, options)
+      // a block cannot be split: fetched again and held whole, by one range at a time (the others dropped theirs)
+      const { oneHeavyBlockAtATime = (index) => index() } = options
+      metrics?.denseRange(job.chainId, 'block_alone')
+      return oneHeavyBlockAtATime(() => processRange(job, { ...options, maxRangeRows: Number.POSITIVE_INFINITY }))
+    }
     throw error
   }
   const rows = await resolveRows(fetched, resolver)
@@ -118,6 +126,7 @@ async function splitDenseRange(job: RangeJob, dense: RangeTooDenseError, options
     { chain_id: job.chainId, range: `${job.fromBlock}-${job.toBlock}`, rows: dense.rows, max_range_rows: options.maxRangeRows, pieces: dense.pieces.length },
     'range split: its blocks hold more attribution rows than MAX_RANGE_ROWS',
   )
+  options.metrics?.denseRange(job.chainId, 'split')
   await options.enqueue?.(dense.pieces)
   return { outcome: 'split', txCount: 0, inserted: 0 }
 }
@@ -126,6 +135,7 @@ export function createRangeWorker(options: RangeWorkerOptions) {
   const logger = options.logger.child({ component: 'worker' })
   // the RPC sees `concurrency` block fetches at most; the ranges in between fetch receipts and commit meanwhile
   const limitBlockFetches = pLimit(options.concurrency)
+  const oneHeavyBlockAtATime = pLimit(1)
   const stuckAfter = options.stuckAfter ?? 5
   // the ranges this process works on, with their lock tokens, so a shutdown can hand them back
   const active = new Map<string, { job: Job<RangeJob>; token: string | undefined }>()
@@ -163,6 +173,7 @@ export function createRangeWorker(options: RangeWorkerOptions) {
           limitBlockFetches,
           commit: commits.commit,
           enqueue: (pieces) => enqueueRanges(options.queue, pieces),
+          oneHeavyBlockAtATime,
         })
       } catch (error) {
         // a range handed back at shutdown fails here as its connections close: not the range's failure

@@ -1,4 +1,5 @@
 import { Attribution } from 'ox/erc8021'
+import { Registry as MetricsRegistry } from 'prom-client'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { calldataGas } from '../../src/attribution/gas.js'
 import { startAnvil, type Anvil } from '../../devnet/anvil.js'
@@ -62,7 +63,9 @@ it('splits ranges whose blocks hold more rows than MAX_RANGE_ROWS: every block i
   }
   const head = Number(await client.getBlockNumber())
 
+  const metricsRegistry = new MetricsRegistry()
   await indexThrough({
+    metricsRegistry,
     database,
     redis,
     chains: [anvilChain(anvil.rpcUrl)],
@@ -88,6 +91,11 @@ it('splits ranges whose blocks hold more rows than MAX_RANGE_ROWS: every block i
   }
   // the block past the budget alone is a range of its own, indexed whole: 10 × 32 + 1 rows
   expect(ranges.filter((range) => range.rows > MAX_RANGE_ROWS)).toEqual([{ from: 8, to: 8, status: 'done', rows: 321 }])
+  // the block past the budget was indexed alone once (one at a time per worker); the ranges around it were split
+  const dense = await metricsRegistry.getSingleMetric('indexer_dense_ranges_total')!.get()
+  const byOutcome = Object.fromEntries(dense.values.map((value) => [value.labels.outcome, value.value]))
+  expect(byOutcome.block_alone).toBe(1)
+  expect(byOutcome.split).toBeGreaterThan(0)
   const [counted] = await sql<{ rows: number; transactions: number }[]>`
     select count(*)::int as rows, count(distinct tx_hash)::int as transactions from attributions where chain_id = ${anvil.chainId}`
   const flooded = Array.from({ length: blocks }, (_, n) => floodedIn(n)).reduce((sum, count) => sum + count, 0)

@@ -29,6 +29,7 @@ export async function startTestIndexer(options: {
   env: Record<string, string>
   chains: ChainConfig[]
   roles?: IndexerRoles
+  metricsRegistry?: MetricsRegistry
 }): Promise<RunningIndexer & { config: Config }> {
   const config = loadConfig(options.env)
   const running = await startIndexer({
@@ -37,7 +38,7 @@ export async function startTestIndexer(options: {
     db: options.db,
     roles: options.roles ?? { follower: true, worker: true },
     logger: createLogger({ level: config.LOG_LEVEL, name: 'test-indexer' }),
-    metricsRegistry: new MetricsRegistry(),
+    metricsRegistry: options.metricsRegistry ?? new MetricsRegistry(),
   })
   return { ...running, config }
 }
@@ -132,11 +133,13 @@ export async function indexThrough(options: {
   chainId: number
   head: number
   extra?: Record<string, string>
+  metricsRegistry?: MetricsRegistry
 }): Promise<void> {
   const indexer = await startTestIndexer({
     db: options.database.db,
     env: indexerEnv({ databaseUrl: options.database.url, redisUrl: options.redis.url, prefix: options.redis.prefix, extra: options.extra }),
     chains: options.chains,
+    ...(options.metricsRegistry && { metricsRegistry: options.metricsRegistry }),
   })
   try {
     await waitForIndexed(options.database.db, options.chainId, options.head)
