@@ -44,6 +44,16 @@ describe('answer buffers', () => {
     expect(buffers.held).toEqual({ count: 3, bytes: 13 * MiB })
   })
 
+  it('keeps at most 64 MiB of free buffers, the largest, whatever the count allows', () => {
+    const buffers = createAnswerBuffers({ kept: 6 })
+    // a dense chain's answers: 32 MiB buffers, six in flight, then a smaller one
+    const taken = [16, 24, 24, 24, 24, 24].map((size) => buffers.takeBuffer(size * MiB))
+    for (const buffer of taken) buffers.giveBack(buffer)
+    expect(buffers.held).toEqual({ count: 2, bytes: 64 * MiB })
+    buffers.giveBack(buffers.takeBuffer(4 * MiB))
+    expect(buffers.held).toEqual({ count: 2, bytes: 64 * MiB })
+  })
+
   it('does not keep a buffer larger than 32 MiB', () => {
     const buffers = createAnswerBuffers({ kept: 2 })
     buffers.giveBack(buffers.takeBuffer(40 * MiB))

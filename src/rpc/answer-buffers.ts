@@ -47,6 +47,14 @@ export class AnswerTooLargeError extends Error {
 const SMALLEST = 64 * 1024
 /** Larger buffers are not kept: a one-off huge answer should not stay resident. */
 const LARGEST_KEPT = 32 * 1024 * 1024
+/**
+ * Free buffers kept, in bytes at most: a dense chain's answers take 32 MiB
+ * buffers, and one more than the requests in flight of those held 100–190 MiB
+ * free at its peak (BENCHMARKS.md). Past glibc's mmap threshold (at most 32 MiB)
+ * a buffer is a mapping of its own: letting one go returns it to the system, and
+ * a new one costs its page faults.
+ */
+const MOST_FREE_BYTES = 64 * 1024 * 1024
 /** Room taken up front for a declared length at most: a node's header is no reason to allocate gigabytes before a byte arrives. */
 const MOST_RESERVED = 32 * 1024 * 1024
 
@@ -59,8 +67,10 @@ export function createAnswerBuffers(options: AnswerBufferOptions) {
   const free: Buffer[] = []
   let kept = options.kept
   const trim = () => {
-    // over the count, the smallest go: a larger buffer serves their requests too
+    // over the count or the bytes, the smallest go: a larger buffer serves their requests too
     if (free.length > kept) free.splice(0, free.length - kept)
+    let bytes = free.reduce((sum, buffer) => sum + buffer.length, 0)
+    while (free.length > 1 && bytes > MOST_FREE_BYTES) bytes -= free.shift()!.length
   }
 
   /** A buffer of at least `bytes` bytes: the smallest free one that holds them, else a new one. */
