@@ -92,6 +92,18 @@ export async function insertRanges(sql: Sql, ranges: readonly RangeJob[]): Promi
 }
 
 /**
+ * Serializes the transactions that replace a chain's ranges: a split
+ * (splitRange) and a rollback (rollback.ts), until they commit. A rollback
+ * locks the ranges above its ancestor and then deletes them; the pieces a
+ * split inserted in between were not among the rows it locked, so a worker
+ * could commit one before the delete and leave its rows behind. Taken first
+ * by both, the lock makes one wait for the other.
+ */
+export async function lockRangeReplacements(sql: Sql, chainId: number): Promise<void> {
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`range_replacements:${chainId}`}, 0))`
+}
+
+/**
  * Replaces a pending range by `pieces` (contiguous, same first block, same
  * last block and hash: RangeTooDenseError), in one transaction: the range's
  * row becomes the first piece and the others are added. False when the
@@ -104,6 +116,7 @@ export async function splitRange(sql: postgres.Sql, job: RangeJob, pieces: reado
     throw new Error(`pieces of range ${job.fromBlock}-${job.toBlock} do not cover it`)
   }
   return sql.begin(async (tx) => {
+    await lockRangeReplacements(tx, job.chainId)
     const [row] = await tx`
       update ranges set to_block = ${first.toBlock}, to_hash = ${first.toHash}, attempts = 0, last_error = null, last_error_at = null
       where chain_id = ${job.chainId} and from_block = ${job.fromBlock} and to_block = ${job.toBlock} and to_hash = ${job.toHash} and status = 'pending'

@@ -1,5 +1,6 @@
 import type postgres from 'postgres'
 import { removeAttributionsAbove } from './commit.js'
+import { lockRangeReplacements } from './ranges.js'
 
 export type RollbackResult = { ranges: number; attributions: number; malformed: number }
 
@@ -14,6 +15,8 @@ export type RollbackResult = { ranges: number; attributions: number; malformed: 
 export async function rollbackAbove(sql: postgres.ReservedSql, chainId: number, ancestor: number): Promise<RollbackResult> {
   await sql`begin`
   try {
+    // a split of one of these ranges commits before this, or finds it gone
+    await lockRangeReplacements(sql, chainId)
     const locked = await sql`select 1 from ranges where chain_id = ${chainId} and to_block > ${ancestor} order by from_block for update`
     const removed = await removeAttributionsAbove(sql, chainId, ancestor)
     const malformed = await sql`delete from malformed_suffixes where chain_id = ${chainId} and block_number > ${ancestor} returning 1`
