@@ -21,6 +21,13 @@ describe('piecesOf', () => {
     expect(pieces.every((piece) => piece.chainId === 1)).toBe(true)
   })
 
+  it("ends the last piece on the job's own hash, however the node spelled it (a split must cover the range exactly)", () => {
+    const shouted = blocks.map((block) => ({ ...block, hash: `0x${block.hash.slice(2).toUpperCase()}` as Hex }))
+    const pieces = piecesOf(job, shouted, rows([300, 300, 300, 300, 300]), 200)
+    expect(pieces.at(-1)!.toHash).toBe(job.toHash)
+    expect(pieces[0]!.parentHash).toBe(job.parentHash)
+  })
+
   it('gives a block past maxRows a piece of its own, and blocks without rows join their neighbours', () => {
     expect(bounds(piecesOf(job, blocks, rows([0, 500, 0, 0, 30]), 200))).toEqual([[10, 10], [11, 11], [12, 14]])
     expect(bounds(piecesOf(job, blocks, rows([300, 300, 300, 300, 300]), 200))).toEqual([[10, 10], [11, 11], [12, 12], [13, 13], [14, 14]])

@@ -94,7 +94,9 @@ export function piecesOf(job: RangeJob, blocks: readonly Pick<ScannedBlock, 'num
     rows += rowsByBlock.get(block.number) ?? 0
     const nextRows = next ? (rowsByBlock.get(next.number) ?? 0) : 0
     if (next && rows + nextRows <= maxRows) return
-    pieces.push({ chainId: job.chainId, fromBlock: blocks[start]!.number, toBlock: block.number, parentHash, toHash: block.hash as Hex })
+    // the last piece ends where the range did, on the job's own spelling of its hash (nodes differ in the case of hex)
+    const toHash = next ? (block.hash as Hex) : job.toHash
+    pieces.push({ chainId: job.chainId, fromBlock: blocks[start]!.number, toBlock: block.number, parentHash, toHash })
     parentHash = block.hash as Hex
     start = i + 1
     rows = 0
