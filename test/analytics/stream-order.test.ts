@@ -190,24 +190,34 @@ describe('stream ids follow visibility', () => {
       batches.push(ranges.slice(index, index + size))
       index += size
     }
+    let reconnects = 0
+    let committed = 0
+    // a batch waits for the client's drops to keep up (one per three batches), so the drops land among the
+    // commits however fast this machine commits; on a quick one the commits were over after three drops
     const workers = Array.from({ length: 4 }, async () => {
       for (let batch = batches.shift(); batch; batch = batches.shift()) {
+        const turn = committed++
+        await until('the client to drop and resume', () => reconnects >= Math.floor(turn / 3), { timeoutMs: 30_000, intervalMs: 5 })
         for (const outcome of await commitRanges(database.db, batch)) expect(outcome.committed).toBe(true)
       }
     })
 
-    // the client: connected for a few events, away for a moment, back with the last id it saw
+    // the client: connected for a few events (or 50 ms, while the commits wait for it), away for a moment,
+    // back with the last id it saw
     const client = createClient()
     let committing = true
     const allCommitted = Promise.all(workers).finally(() => {
       committing = false
     })
-    let reconnects = 0
     await client.connect(from)
     while (committing) {
       const seen = client.events.length
       const stayFor = random.between(1, 6)
-      await until('some events arrive', () => client.events.length >= seen + stayFor || !committing, { timeoutMs: 30_000, intervalMs: 10 })
+      const stayUntil = Date.now() + 50
+      await until('some events arrive', () => client.events.length >= seen + stayFor || !committing || Date.now() > stayUntil, {
+        timeoutMs: 30_000,
+        intervalMs: 10,
+      })
       client.disconnect()
       await sleep(random.between(0, 30))
       await client.connect(client.lastId())
