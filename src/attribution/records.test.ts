@@ -3,8 +3,9 @@ import { Attribution } from 'ox/erc8021'
 import { concat, encodeAbiParameters, encodeEventTopics, encodeFunctionData, getAddress, pad, type Address, type Hex } from 'viem'
 import { entryPoint06Abi, entryPoint06Address, entryPoint07Abi, entryPoint07Address } from 'viem/account-abstraction'
 import { describe, expect, it } from 'vitest'
-import { attributionsOf, detectCandidate, malformedOf, needsReceipt } from './records.js'
+import { attributionsOf, detectCandidate, malformedOf, needsReceipt, receiptLogsNeeded } from './records.js'
 import type { RawTransaction } from '../rpc/objects.js'
+import { slimReceipt } from '../rpc/receipt-read.js'
 import { entryPointSet, extractUserOperations, readUserOperations } from './userops.js'
 
 const entryPoints = entryPointSet([entryPoint06Address, entryPoint07Address])
@@ -159,6 +160,23 @@ describe('detectCandidate and attributionsOf', () => {
       ['userOperation', 2, 'reverted', 'b', sender(3), 1003n],
     ])
     expect(records[0]!.userOpHash).toBe(pad('0xab', { size: 32 }))
+  })
+
+  it('names the logs its records are built from: the attributed ops\' events of the bundle\'s EntryPoint, none of a plain transaction', () => {
+    const plain = detectCandidate(tx(concat(['0xa9059cbb', suffix(['app'])]), sender(1)), entryPoints)!
+    expect(receiptLogsNeeded(plain)).toBeUndefined()
+    const input = encodeFunctionData({
+      abi: entryPoint07Abi,
+      functionName: 'handleOps',
+      args: [[packedOp(1, concat([executeCall, suffix(['a'])])), packedOp(2, executeCall), packedOp(0xabc, concat([executeCall, suffix(['b'])]))], beneficiary],
+    })
+    const candidate = detectCandidate(tx(input, entryPoint07Address), entryPoints)!
+    const events = [1, 2, 0xabc].map((n) => userOperationEvent(entryPoint07Address, n, true))
+    // the same event from another contract, and the EntryPoint's events of ops not attributed, are not needed
+    const receipt = { transactionHash: candidate.tx.hash, status: '0x1' as Hex, logs: [{ ...events[0]!, address: sender(5) }, ...events] }
+    const slim = slimReceipt(receipt, receiptLogsNeeded(candidate))
+    expect(slim.logs).toEqual([events[0], events[2]])
+    expect(attributionsOf(candidate, slim, block)).toEqual(attributionsOf(candidate, receipt, block))
   })
 
   it('gives every record one hidden class, also once attributionsOf is optimized', () => {

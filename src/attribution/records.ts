@@ -1,6 +1,6 @@
 import type { Address, Hex } from 'viem'
 import type { TransactionFilter } from '../rpc/block-scan.js'
-import type { RawReceipt, RawTransaction } from '../rpc/objects.js'
+import type { LogFilter, RawReceipt, RawTransaction } from '../rpc/objects.js'
 import { decodeAttribution, type Attributed, type Malformed } from './decode.js'
 import { detached } from './detached.js'
 import { ATTRIBUTION_LIMITS } from './limits.js'
@@ -10,6 +10,7 @@ import {
   isBundle,
   mayCarryAttributedOps,
   outcomeOf,
+  USER_OPERATION_EVENT_TOPIC,
   userOperationOutcomes,
   type BundledUserOperation,
 } from './userops.js'
@@ -133,6 +134,21 @@ function readBundle(candidate: Candidate, ops: readonly BundledUserOperation[]):
 /** Whether the receipt must be fetched: only for something that will be counted. */
 export function needsReceipt(candidate: Candidate): boolean {
   return candidate.own?.kind === 'attributed' || candidate.attributedOps.length > 0
+}
+
+/** An address as a log topic holds it (an indexed address is 32 bytes, left-padded). */
+const addressTopic = (address: string) => `0x${'0'.repeat(24)}${address.slice(2).toLowerCase()}`
+
+/**
+ * The logs of a candidate's receipt its records are built from: of a
+ * bundle, the EntryPoint's UserOperationEvents of the attributed ops'
+ * senders (topic 2); of a plain transaction, none. A receipt keeps no other
+ * (rpc/receipt-read.ts): anyone can make one hold a hundred megabytes of logs.
+ */
+export function receiptLogsNeeded(candidate: Candidate): LogFilter | undefined {
+  if (candidate.attributedOps.length === 0 || !candidate.entryPoint) return undefined
+  const senders = new Set(candidate.attributedOps.map(({ op }) => addressTopic(op.sender)))
+  return { address: candidate.entryPoint.toLowerCase(), topics: [new Set([USER_OPERATION_EVENT_TOPIC]), undefined, senders] }
 }
 
 function txIndexOf(tx: Candidate['tx']): number {

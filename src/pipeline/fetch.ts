@@ -4,6 +4,7 @@ import {
   detectCandidate,
   malformedOf,
   needsReceipt,
+  receiptLogsNeeded,
   type AttributionRecord,
   type Candidate,
   type MalformedRecord,
@@ -108,7 +109,7 @@ export function piecesOf(job: RangeJob, blocks: readonly Pick<ScannedBlock, 'num
  * Fetch-and-detect stage: full blocks in batched calls, scanned so that only
  * transactions ending with the marker or calling an EntryPoint are parsed,
  * then receipts only for the few that carry a suffix or an attributed
- * UserOperation.
+ * UserOperation, each holding only the logs its records are built from.
  *
  * Anyone can fill blocks with suffixes of 32 codes: on a chain of cheap gas
  * a range of 50 such blocks is millions of rows, more than a worker's
@@ -154,7 +155,12 @@ export async function fetchRange(
   const needing = found.filter(({ candidate }) => needsReceipt(candidate))
   // each receipt is checked to come from the block fetched: a reorg in between is a retry, never a mix
   const receipts = await rpc.receipts(
-    needing.map(({ candidate, block }) => ({ hash: candidate.tx.hash, block: { number: block.number, hash: block.hash, txCount: block.txCount } })),
+    needing.map(({ candidate, block }) => ({
+      hash: candidate.tx.hash,
+      block: { number: block.number, hash: block.hash, txCount: block.txCount },
+      // of its logs, a receipt keeps only those its records are built from: anyone can emit a hundred megabytes of them
+      logs: receiptLogsNeeded(candidate),
+    })),
   )
   const attributions = needing.flatMap(({ candidate, block }, i) => attributionsOf(candidate, receipts[i]!, block))
   return { blocks, txCount, attributions, malformed }

@@ -3,8 +3,9 @@ import { matchesFilter, scanBlockBatch, type ScannedBlock, type TransactionFilte
 import type { Endpoint, EndpointPool } from './endpoint-pool.js'
 import { createReceiptKnowledge, saysMethodMissing, type ReceiptKnowledge } from './endpoint-receipts.js'
 import { BlockNotFoundError, MismatchedAnswerError, ReceiptNotFoundError, ReceiptsOfAnotherBlockError } from './errors.js'
-import { sameHash, type RawReceipt, type RawTransaction } from './objects.js'
-import { scanBlockReceiptsBatch, type BlockReceiptsExpected } from './receipts-scan.js'
+import { sameHash, type LogFilter, type RawReceipt, type RawTransaction } from './objects.js'
+import { slimReceipt } from './receipt-read.js'
+import { scanBlockReceiptsBatch, scanReceiptsBatch, type BlockReceiptsExpected } from './receipts-scan.js'
 
 /**
  * The indexer's bulk calls — full blocks and receipts — over the chain's
@@ -15,8 +16,9 @@ import { scanBlockReceiptsBatch, type BlockReceiptsExpected } from './receipts-s
  * and read call by call, so the transport can retry just the calls that
  * failed. Receipts come per transaction or per block, whichever the
  * endpoint's measured answer sizes say is cheaper (endpoint-receipts.ts);
- * a block's receipts are scanned and only the wanted ones parsed
- * (receipts-scan.ts) unless most of them are wanted anyway.
+ * a block's receipts are scanned and only the wanted ones read
+ * (receipts-scan.ts) unless most of them are wanted anyway. Every receipt
+ * given back holds only the logs its caller asked for (receipt-read.ts).
  */
 type FullBlock = { number: Hex; hash: Hex; parentHash: Hex; timestamp: Hex; transactions: RawTransaction[] | Hex[] }
 
@@ -24,8 +26,12 @@ export class RpcItemError extends Error {
   override name = 'RpcItemError'
 }
 
-/** A transaction whose receipt is wanted, and the block it was fetched in (the receipt must come from that very block). */
-export type ReceiptWanted = { hash: Hex; block: { number: number; hash: Hex; txCount: number } }
+/**
+ * A transaction whose receipt is wanted, and the block it was fetched in
+ * (the receipt must come from that very block); of its logs, only those
+ * `logs` names are kept (none without it).
+ */
+export type ReceiptWanted = { hash: Hex; block: { number: number; hash: Hex; txCount: number }; logs?: LogFilter | undefined }
 
 /** Raised by a reader that only measures an answer: the transport then reads it call by call. */
 class MeasuredOnly extends Error {}
@@ -83,6 +89,8 @@ function checkedBlockReceipts(value: unknown, block: ReceiptWanted['block']): Ma
 
 const supported = (known: ReceiptKnowledge) => known.support === 'supported'
 
+const expectedOf = (wanted: ReceiptWanted) => ({ hash: wanted.hash.toLowerCase(), blockHash: wanted.block.hash, logs: wanted.logs })
+
 /**
  * Above this share of an answer's receipts wanted, the answer is parsed
  * whole rather than scanned. Measured on the dense bench chain's 143 MB of
@@ -92,6 +100,14 @@ const supported = (known: ReceiptKnowledge) => known.support === 'supported'
  * candidates (52 % of the receipts, 67 % of the bytes).
  */
 const SCAN_WHEN_WANTED_AT_MOST = 0.4
+
+/**
+ * …and only up to this size: JSON.parse of an answer builds every receipt
+ * and log of it at once, several times its bytes in heap. A block whose
+ * transactions emit logs by the hundred thousand answers a hundred
+ * megabytes and more; scanned, it costs the heap only what is kept.
+ */
+const PARSE_WHOLE_AT_MOST_BYTES = 32 * 2 ** 20
 
 function wantedShare(asked: readonly BlockReceiptsExpected[]): number {
   let wanted = 0
@@ -191,6 +207,7 @@ export function createBatches(pool: EndpointPool, options: { timeoutMs: number }
       blockHash: blocksAsked[g]!.hash,
       txCount: blocksAsked[g]!.txCount,
       hashes: new Set(positions.map((position) => wanted[position]!.hash.toLowerCase())),
+      logs: new Map(positions.flatMap((position) => (wanted[position]!.logs ? [[wanted[position]!.hash.toLowerCase(), wanted[position]!.logs!]] : []))),
     }))
     const known = knowledgeOf(endpoint)
     const byBlock = await endpoint.transport.callMany({
@@ -201,7 +218,7 @@ export function createBatches(pool: EndpointPool, options: { timeoutMs: number }
         known.blockReceipts(body.length, positions.length, positions.reduce((sum, position) => sum + blocksAsked[position]!.txCount, 0))
         const asked = positions.map((position) => expected[position]!)
         // JSON.parse of a whole answer is cheaper than scanning it and parsing most of it (BENCHMARKS.md, receipts scanner)
-        if (wantedShare(asked) > SCAN_WHEN_WANTED_AT_MOST) throw new MeasuredOnly()
+        if (wantedShare(asked) > SCAN_WHEN_WANTED_AT_MOST && body.length <= PARSE_WHOLE_AT_MOST_BYTES) throw new MeasuredOnly()
         // ScanFailed: the transport parses the answer and checkedBlockReceipts says what is wrong with it
         return scanBlockReceiptsBatch(body, positions, asked)
       },
@@ -211,7 +228,8 @@ export function createBatches(pool: EndpointPool, options: { timeoutMs: number }
       for (const position of positions) {
         const receipt = byBlock[g]!.get(wanted[position]!.hash.toLowerCase())
         if (!receipt) throw new MismatchedAnswerError(`the receipts of block ${blocksAsked[g]!.number} lack transaction ${wanted[position]!.hash}`)
-        results[position] = receipt
+        // parsed whole, a receipt still holds every log: only what was asked for stays
+        results[position] = slimReceipt(receipt, wanted[position]!.logs)
       }
     })
   }
@@ -226,9 +244,10 @@ export function createBatches(pool: EndpointPool, options: { timeoutMs: number }
       readBatch: (body, asked) => {
         endpoint.meter.bytes(body.length)
         known.singleReceipts(body.length, asked.length)
-        throw new MeasuredOnly()
+        // ScanFailed: the transport parses the answer and checkedReceipt says what is wrong with it
+        return scanReceiptsBatch(body, asked, asked.map((k) => expectedOf(wanted[positions[k]!]!)))
       },
-      readResult: (value, k) => checkedReceipt(value, wanted[positions[k]!]!),
+      readResult: (value, k) => slimReceipt(checkedReceipt(value, wanted[positions[k]!]!), wanted[positions[k]!]!.logs),
     })
     receipts.forEach((receipt, k) => (results[positions[k]!] = receipt))
   }

@@ -2,8 +2,9 @@ import { describe, expect, it } from 'vitest'
 import { receiptJson, type ReceiptFields } from '../../bench/chain/receipts.js'
 import { createRandom, type Random } from '../../devnet/random.js'
 import { ScanFailed } from './block-scan.js'
-import type { RawReceipt } from './objects.js'
-import { scanBlockReceiptsBatch, type BlockReceiptsExpected } from './receipts-scan.js'
+import type { LogFilter, RawReceipt } from './objects.js'
+import { slimReceipt } from './receipt-read.js'
+import { scanBlockReceiptsBatch, scanReceiptsBatch, type BlockReceiptsExpected, type ReceiptExpected } from './receipts-scan.js'
 
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}` as const
 const address = (n: number) => `0x${n.toString(16).padStart(40, '0')}`
@@ -37,25 +38,27 @@ const expect1 = (txCount: number, wanted: number[], blockHash: `0x${string}` = B
 })
 const scan = (text: string, ids: number[], expected: BlockReceiptsExpected[]) => scanBlockReceiptsBatch(Buffer.from(text), ids, expected)
 const entries = (maps: Array<Map<string, RawReceipt>>) => maps.map((map) => [...map.entries()])
+/** A receipt as the scanner keeps it: its fields, and no logs unless a filter names them. */
+const slim = (receipt: Record<string, unknown>, filter?: LogFilter) => slimReceipt(receipt as unknown as RawReceipt, filter)
 
 describe('scanBlockReceiptsBatch', () => {
-  it('parses only the wanted receipts, whole and as JSON.parse reads them, one map per call in the order asked', () => {
+  it('reads only the wanted receipts, as JSON.parse reads their fields, one map per call in the order asked', () => {
     const blockA = [0, 1, 2].map((n) => receipt(n))
     const blockB = [3, 4].map((n) => receipt(n, hash(0xb10d)))
     // answers in the other order, as proxies may send them
     const text = JSON.stringify([item(8, blockB), item(7, blockA)])
     const found = scan(text, [7, 8], [expect1(3, [1]), expect1(2, [3, 4], hash(0xb10d))])
-    expect(entries(found)).toEqual([[[hash(1001), blockA[1]]], [[hash(1003), blockB[0]], [hash(1004), blockB[1]]]])
+    expect(entries(found)).toEqual([[[hash(1001), slim(blockA[1]!)]], [[hash(1003), slim(blockB[0]!)], [hash(1004), slim(blockB[1]!)]]])
   })
 
   it('reads a single call answered alone, whatever id a proxy gave it', () => {
     const text = JSON.stringify({ jsonrpc: '2.0', id: null, result: [receipt(0)] })
-    expect(entries(scan(text, [3], [expect1(1, [0])]))).toEqual([[[hash(1000), receipt(0)]]])
+    expect(entries(scan(text, [3], [expect1(1, [0])]))).toEqual([[[hash(1000), slim(receipt(0))]]])
   })
 
   it('reads the result wherever the id is, before or after it', () => {
     const text = `[{"result":${JSON.stringify([receipt(0), receipt(1)])},"jsonrpc":"2.0","id":0}]`
-    expect(entries(scan(text, [0], [expect1(2, [1])]))).toEqual([[[hash(1001), receipt(1)]]])
+    expect(entries(scan(text, [0], [expect1(2, [1])]))).toEqual([[[hash(1001), slim(receipt(1))]]])
   })
 
   it('keeps nothing of a block whose candidates are not in it, and reads an empty block', () => {
@@ -64,11 +67,13 @@ describe('scanBlockReceiptsBatch', () => {
   })
 
   it('takes whitespace anywhere JSON allows it, and brackets, braces, commas and colons inside strings', () => {
-    const odd = receipt(0, BLOCK, { note: '{[:,]}', other: ' } ] ', logs: [{ data: '}]},{' }] })
+    const logs = [{ data: '}]},{', address: address(9), topics: [hash(7)] }]
+    const odd = receipt(0, BLOCK, { note: '{[:,]}', other: ' } ] ', logs })
     const text = JSON.stringify([item(0, [odd, receipt(1)])], null, '\t').replace(/": /g, '" :\r\n ')
-    const found = scan(text, [0], [expect1(2, [0])])
-    expect(entries(found)).toEqual([[[hash(1000), (JSON.parse(text) as Array<{ result: unknown[] }>)[0]!.result[0]]]])
-    expect(found[0]!.get(hash(1000))).toMatchObject({ note: '{[:,]}', other: ' } ] ' })
+    const filter = { address: address(9), topics: [] }
+    const found = scan(text, [0], [{ ...expect1(2, [0]), logs: new Map([[hash(1000), filter]]) }])
+    expect(entries(found)).toEqual([[[hash(1000), slim(odd, filter)]]])
+    expect(found[0]!.get(hash(1000))!.logs).toEqual(logs)
   })
 
   it('matches the block hash in any letter case', () => {
@@ -96,13 +101,72 @@ describe('scanBlockReceiptsBatch', () => {
     ['a receipt repeating its transactionHash key', JSON.stringify([item(0, [receipt(0)])]).replace('"type"', `"transactionHash":"${hash(1001)}","type"`), [0], [expect1(1, [0])]],
     ['a receipt repeating its blockHash key', JSON.stringify([item(0, [receipt(0)])]).replace('"type"', `"blockHash":"${hash(5)}","type"`), [0], [expect1(1, [0])]],
     ['a cut answer', JSON.stringify([item(0, [receipt(0)])]).slice(0, -30), [0], [expect1(1, [0])]],
-    ['a wanted receipt that is not JSON', JSON.stringify([item(0, [receipt(0)])]).replace('"0x5208"', '0x5208'), [0], [expect1(1, [0])]],
+    ['a wanted receipt whose status is not JSON', JSON.stringify([item(0, [receipt(0)])]).replace('"status":"0x1"', '"status":0x1'), [0], [expect1(1, [0])]],
     ['bytes after the answer', `${JSON.stringify([item(0, [receipt(0)])])}]`, [0], [expect1(1, [0])]],
     ['receipts that are not objects', JSON.stringify([item(0, [hash(1000)])]), [0], [expect1(1, [0])]],
   ]
   for (const [name, text, ids, expected] of giveUps) {
     it(`gives up (ScanFailed, never another error) on ${name}`, () => {
       expect(() => scan(text, ids, expected)).toThrow(ScanFailed)
+    })
+  }
+})
+
+describe('logs of a wanted receipt', () => {
+  const BUNDLER = address(0xe4)
+  const EVENT = hash(0xee)
+  const log = (from: string, topics: string[], data = '0x') => ({ address: from, topics, data, blockHash: BLOCK, transactionHash: hash(1000), logIndex: '0x0', removed: false })
+
+  it('keeps only the logs its filter names (address and topics in any letter case), none without a filter', () => {
+    const wantedLog = log(BUNDLER.toUpperCase().replace('0X', '0x'), [EVENT.toUpperCase().replace('0X', '0x'), hash(1), hash(2)], '0x01')
+    const logs = [log(address(1), [EVENT]), wantedLog, log(BUNDLER, [hash(0xef)]), log(BUNDLER, [EVENT, hash(1), hash(3)]), log(BUNDLER, [])]
+    const text = JSON.stringify([item(0, [receipt(0, BLOCK, { logs }), receipt(1, BLOCK, { logs })])])
+    const filter: LogFilter = { address: BUNDLER, topics: [new Set([EVENT]), undefined, new Set([hash(2)])] }
+    const [found] = scan(text, [0], [{ ...expect1(2, [0, 1]), logs: new Map([[hash(1000), filter]]) }])
+    expect(found!.get(hash(1000))!.logs).toEqual([{ address: wantedLog.address, topics: wantedLog.topics, data: '0x01' }])
+    expect(found!.get(hash(1001))!.logs).toEqual([])
+  })
+
+  it('passes over a receipt of 200,000 logs keeping none of them, and the one of them its filter names', () => {
+    const many = Array.from({ length: 200_000 }, (_, i) => log(address(7), [hash(i)]))
+    many[123_456] = log(BUNDLER, [EVENT])
+    const text = JSON.stringify([item(0, [receipt(0, BLOCK, { logs: many })])])
+    expect(scan(text, [0], [expect1(1, [0])])[0]!.get(hash(1000))!.logs).toEqual([])
+    const filter: LogFilter = { address: BUNDLER, topics: [new Set([EVENT])] }
+    const [found] = scan(text, [0], [{ ...expect1(1, [0]), logs: new Map([[hash(1000), filter]]) }])
+    expect(found!.get(hash(1000))).toEqual({ ...slim(receipt(0)), logs: [{ address: BUNDLER, topics: [EVENT], data: '0x' }] })
+  })
+})
+
+describe('scanReceiptsBatch', () => {
+  const asked = (n: number, blockHash: `0x${string}` = BLOCK, logs?: LogFilter): ReceiptExpected => ({ hash: hash(1000 + n), blockHash, logs })
+  const scanSingle = (text: string, ids: number[], expected: ReceiptExpected[]) => scanReceiptsBatch(Buffer.from(text), ids, expected)
+
+  it('reads one receipt per call in the order asked, each reduced to its fields and the logs asked for', () => {
+    const logs = [{ address: address(9), topics: [hash(7)], data: '0x' }]
+    const text = JSON.stringify([item(1, receipt(1, BLOCK, { status: '0x0' })), item(0, receipt(0, BLOCK, { logs }))])
+    expect(scanSingle(text, [0, 1], [asked(0, BLOCK, { address: address(9), topics: [] }), asked(1)])).toEqual([
+      { ...slim(receipt(0)), logs },
+      { ...slim(receipt(1)), status: '0x0' },
+    ])
+  })
+
+  it('accepts a receipt without a block hash (older nodes) and one whose block hash differs only in letter case', () => {
+    const text = JSON.stringify([item(0, receipt(0, BLOCK, { blockHash: undefined })), item(1, receipt(1, BLOCK.toUpperCase().replace('0X', '0x')))])
+    expect(scanSingle(text, [0, 1], [asked(0), asked(1)]).map((one) => one.transactionHash)).toEqual([hash(1000), hash(1001)])
+  })
+
+  const giveUps: Array<[string, string]> = [
+    ['a null result (not found on this node)', JSON.stringify([item(0, null)])],
+    ['the receipt of another transaction', JSON.stringify([item(0, receipt(1))])],
+    ['a receipt of another block (a reorg between the calls)', JSON.stringify([item(0, receipt(0, hash(5)))])],
+    ['an error item', JSON.stringify([{ jsonrpc: '2.0', id: 0, error: { code: -32000, message: 'boom' } }])],
+    ['a receipt repeating its status', JSON.stringify([item(0, receipt(0))]).replace('"type"', '"status":"0x0","type"')],
+    ['a result that is a list', JSON.stringify([item(0, [receipt(0)])])],
+  ]
+  for (const [name, text] of giveUps) {
+    it(`gives up (ScanFailed) on ${name}`, () => {
+      expect(() => scanSingle(text, [0], [asked(0)])).toThrow(ScanFailed)
     })
   }
 })
@@ -128,7 +192,7 @@ function reference(text: string, ids: readonly number[], expected: readonly Bloc
       if (typeof r?.blockHash !== 'string' || r.blockHash.toLowerCase() !== expected[slot]!.blockHash.toLowerCase()) return 'bad'
       if (typeof r.transactionHash !== 'string') return 'bad'
       const key = r.transactionHash.toLowerCase()
-      if (expected[slot]!.hashes.has(key)) kept.push([key, r])
+      if (expected[slot]!.hashes.has(key)) kept.push([key, slim(r, expected[slot]!.logs?.get(key))])
     }
     out.push(kept)
   }
@@ -167,7 +231,17 @@ function randomReceipt(random: Random, n: number, blockHash: string): string {
   else if (roll < 0.35) json = json.replace(/"transactionHash":"0x[0-9a-f]{64}"/, '"transactionHash":null')
   else if (roll < 0.37) json = json.replace('"blockHash"', '"\\u0062lockHash"')
   else if (roll < 0.39) json = json.toUpperCase().replace(/"0X/g, '"0x')
+  else if (roll < 0.4) json = json.replace('"address":"0x', '"address":"0X')
+  else if (roll < 0.405) json = json.replace(/"address":"0x[0-9a-f]+",?/, '')
+  else if (roll < 0.41) json = json.replace(/"address":"0x[0-9a-f]+"/, '"address":null')
+  else if (roll < 0.415) json = json.replace(/"topics":\[[^\]]*\]/, '"topics":"none"')
   return json
+}
+
+/** Logs a caller may want: of one address, with a first topic among some (or any). */
+function randomFilter(random: Random): LogFilter {
+  const topics = random.chance(0.5) ? [new Set(Array.from({ length: 50 }, (_, k) => hash(2 * k)))] : []
+  return { address: address(random.int(9)), topics }
 }
 
 /** A batch answer of `eth_getBlockReceipts`, as JSON text, and what was asked. */
@@ -183,7 +257,8 @@ function randomAnswer(random: Random): { text: string; ids: number[]; expected: 
     const receipts = Array.from({ length: txCount }, () => randomReceipt(random, n++, blockHash))
     // what the block held when fetched: usually what the node answers, sometimes not
     const told = random.chance(0.05) ? txCount + 1 : txCount
-    expected.push({ blockHash, txCount: told, hashes: new Set(Array.from({ length: txCount }, (_, k) => hash(1000 + first + k)).filter(() => random.chance(0.5))) })
+    const hashes = new Set(Array.from({ length: txCount }, (_, k) => hash(1000 + first + k)).filter(() => random.chance(0.5)))
+    expected.push({ blockHash, txCount: told, hashes, logs: new Map([...hashes].flatMap((wanted) => (random.chance(0.5) ? [[wanted, randomFilter(random)]] : []))) })
     const roll = random.next()
     const result = roll < 0.03 ? 'null' : roll < 0.05 ? '{}' : `[${receipts.join(random.pick([',', ' , ', ',\n']))}]`
     if (random.chance(0.03)) return `{"jsonrpc":"2.0","id":${id},"error":{"code":-32000,"message":"header not found"}}`
@@ -201,6 +276,7 @@ describe('scanBlockReceiptsBatch against JSON.parse', () => {
     const random = createRandom(8021)
     let scanned = 0
     let gaveUp = 0
+    let logsKept = 0
     for (let round = 0; round < 3_000; round++) {
       const { text, ids, expected } = randomAnswer(random)
       const want = reference(text, ids, expected)
@@ -216,7 +292,10 @@ describe('scanBlockReceiptsBatch against JSON.parse', () => {
       // whatever the scanner reads is what the ordinary reading accepts, receipt for receipt
       expect(want, text).not.toBe('bad')
       expect(got, text).toEqual(want)
+      for (const [, kept] of got.flat()) logsKept += (kept as RawReceipt).logs.length
     }
+    // the logs filters were exercised, not only the receipts without one
+    expect(logsKept).toBeGreaterThan(50)
     // most answers are ordinary: the scanner must read them, not give them all to the parser
     expect(scanned).toBeGreaterThan(gaveUp)
   })

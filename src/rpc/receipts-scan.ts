@@ -1,10 +1,13 @@
 import { isAscii } from 'node:buffer'
 import type { Hex } from 'viem'
 import { ScanFailed } from './block-scan.js'
-import type { RawReceipt } from './objects.js'
+import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, Cursor, OPEN_BRACE, OPEN_BRACKET, QUOTE, isWhitespace, parsePart, word } from './json-cursor.js'
+import type { LogFilter, RawReceipt } from './objects.js'
+import { readReceipt } from './receipt-read.js'
 
 /**
- * Reading a batch of `eth_getBlockReceipts` answers without parsing it.
+ * Reading a batch of receipts answers without parsing it: `eth_getBlockReceipts`
+ * (whole blocks) and `eth_getTransactionReceipt` (one each).
  *
  * On a dense chain the indexer asks a block's receipts whole because that is
  * one call instead of a hundred, yet it needs only the candidates' receipts:
@@ -12,8 +15,9 @@ import type { RawReceipt } from './objects.js'
  * objects to throw nearly all away (BENCHMARKS.md, dense chain). This
  * scanner walks the answer's bytes once, reads of each receipt only its
  * `transactionHash` and `blockHash` (the values that prove the receipt
- * belongs to the block asked), counts the receipts, and parses only those of
- * the wanted transactions.
+ * belongs to the block asked), counts the receipts, and reads only those of
+ * the wanted transactions — and of those only what the index needs
+ * (receipt-read.ts): a receipt's logs can be any size its gas pays for.
  *
  * Like block-scan.ts it relies on what JSON-RPC receipts are (ASCII hex
  * strings, numbers, booleans, null, arrays, objects; no escapes) and gives
@@ -28,118 +32,21 @@ import type { RawReceipt } from './objects.js'
  * receipts of two blocks nor drop one: at worst it costs a parse.
  */
 
-/** What one call of the batch must hold: the receipts of the block `blockHash`, `txCount` of them; `hashes` (lowercase) are kept. */
-export type BlockReceiptsExpected = { blockHash: Hex; txCount: number; hashes: ReadonlySet<string> }
+/**
+ * What one call of the batch must hold: the receipts of the block
+ * `blockHash`, `txCount` of them; `hashes` (lowercase) are kept, each with
+ * the logs its filter in `logs` names (none without one).
+ */
+export type BlockReceiptsExpected = { blockHash: Hex; txCount: number; hashes: ReadonlySet<string>; logs?: ReadonlyMap<string, LogFilter> }
 
-const QUOTE = 34
-const COMMA = 44
-const COLON = 58
-const BACKSLASH = 92
-const OPEN_BRACE = 123
-const CLOSE_BRACE = 125
-const OPEN_BRACKET = 91
-const CLOSE_BRACKET = 93
+/** What one `eth_getTransactionReceipt` must answer: the receipt of `hash` (lowercase), from the block `blockHash`, with the logs `logs` names. */
+export type ReceiptExpected = { hash: string; blockHash: Hex; logs?: LogFilter | undefined }
 
-function isWhitespace(code: number | undefined): boolean {
-  return code === 32 || code === 10 || code === 13 || code === 9
-}
-
-/** The bytes of one answer, read forward from `at`. One per scan: nothing outlives the call. */
-class Cursor {
-  at = 0
-  constructor(readonly body: Buffer) {}
-
-  /** The next byte that is not whitespace (the cursor left on it). */
-  peek(): number | undefined {
-    const body = this.body
-    let i = this.at
-    while (isWhitespace(body[i])) i++
-    this.at = i
-    return body[i]
-  }
-
-  expect(code: number, what: string) {
-    if (this.peek() !== code) throw new ScanFailed(`expected ${what} at byte ${this.at}`)
-    this.at++
-  }
-
-  /** After a member of an object or array: true when another follows, false at the closing bracket. */
-  more(close: number): boolean {
-    const c = this.peek()
-    this.at++
-    if (c === COMMA) return true
-    if (c === close) return false
-    throw new ScanFailed(`expected , or ${String.fromCharCode(close)} at byte ${this.at - 1}`)
-  }
-
-  /** A string's contents as [start, end) (quotes outside); the cursor after its closing quote. */
-  string(): [number, number] {
-    if (this.peek() !== QUOTE) throw new ScanFailed(`expected a string at byte ${this.at}`)
-    const start = this.at + 1
-    // no backslash anywhere (checked first): the next quote closes the string
-    const end = this.body.indexOf(QUOTE, start)
-    if (end < 0) throw new ScanFailed('unterminated string')
-    this.at = end + 1
-    return [start, end]
-  }
-
-  /** Passes over one value of any kind, checking only that brackets balance. */
-  skipValue() {
-    const body = this.body
-    const c = this.peek()
-    if (c === QUOTE) {
-      this.string()
-      return
-    }
-    if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-      let depth = 0
-      for (let i = this.at; i < body.length; i++) {
-        const b = body[i]
-        if (b === QUOTE) {
-          i = body.indexOf(QUOTE, i + 1)
-          if (i < 0) throw new ScanFailed('unterminated string')
-        } else if (b === OPEN_BRACE || b === OPEN_BRACKET) depth++
-        else if (b === CLOSE_BRACE || b === CLOSE_BRACKET) {
-          if (--depth === 0) {
-            this.at = i + 1
-            return
-          }
-        }
-      }
-      throw new ScanFailed('value does not end')
-    }
-    // a number, true, false or null: up to the next delimiter (JSON.parse of the part judges it, where it matters)
-    let i = this.at
-    while (i < body.length && body[i] !== COMMA && body[i] !== CLOSE_BRACE && body[i] !== CLOSE_BRACKET && !isWhitespace(body[i])) i++
-    if (i === this.at) throw new ScanFailed(`expected a value at byte ${this.at}`)
-    this.at = i
-  }
-
-  text(start: number, end: number): string {
-    return this.body.toString('latin1', start, end)
-  }
-
-  /** Whether [start, end) is `word`, byte for byte. */
-  is(start: number, end: number, word: Buffer): boolean {
-    return end - start === word.length && this.body.compare(word, 0, word.length, start, end) === 0
-  }
-}
-
-const word = (text: string) => Buffer.from(text, 'latin1')
 const ID = word('id')
 const RESULT = word('result')
 const ERROR = word('error')
 const TRANSACTION_HASH = word('transactionHash')
 const BLOCK_HASH = word('blockHash')
-
-/** JSON.parse of a part of the (ASCII) body. */
-function parsePart(cursor: Cursor, start: number, end: number, what: string): unknown {
-  try {
-    return JSON.parse(cursor.text(start, end))
-  } catch {
-    throw new ScanFailed(`${what} is not JSON`)
-  }
-}
 
 /** A block hash as the scanner compares it: lowercase bytes. */
 function lowercaseBytes(text: string): Uint8Array {
@@ -268,21 +175,24 @@ function wantedOf(expected: BlockReceiptsExpected): Wanted {
 }
 
 /**
- * One receipt, the cursor on its `{`: parsed when its transaction is
+ * One receipt, the cursor on its `{`: read when its transaction is
  * wanted, else only passed over. Its block hash must be the expected one.
  */
-function scanReceipt(cursor: Cursor, wanted: Wanted, blockHash: Uint8Array, found: ReceiptFound, into: Map<string, RawReceipt>) {
+function scanReceipt(cursor: Cursor, expected: BlockReceiptsExpected, wanted: Wanted, blockHash: Uint8Array, found: ReceiptFound, into: Map<string, RawReceipt>) {
   if (cursor.peek() !== OPEN_BRACE) throw new ScanFailed(`expected a receipt object at byte ${cursor.at}`)
   const start = cursor.at
   const body = cursor.body
-  cursor.at = scanReceiptObject(body, start, blockHash, found)
+  const end = scanReceiptObject(body, start, blockHash, found)
+  cursor.at = end
   // a receipt that cannot prove its block: the ordinary reading says so
   if (found.hashStart < 0 || !found.blockHashSeen) throw new ScanFailed('a receipt lacks transactionHash or blockHash')
   if (found.hashEnd - found.hashStart < 7 || !wanted.keys.has(tailKey(body, found.hashEnd))) return
   const transactionHash = cursor.text(found.hashStart, found.hashEnd).toLowerCase()
   if (!wanted.hashes.has(transactionHash)) return
   if (into.has(transactionHash)) throw new ScanFailed('a block lists a transaction twice')
-  into.set(transactionHash, parsePart(cursor, start, cursor.at, 'a wanted receipt') as RawReceipt)
+  cursor.at = start
+  into.set(transactionHash, readReceipt(cursor, expected.logs?.get(transactionHash)))
+  if (cursor.at !== end) throw new ScanFailed('a wanted receipt read to another end')
 }
 
 /** One call's result, the cursor on it: a list of exactly the block's receipts. */
@@ -295,7 +205,7 @@ function scanResult(cursor: Cursor, expected: BlockReceiptsExpected): Map<string
   let count = 0
   if (cursor.peek() !== CLOSE_BRACKET) {
     do {
-      scanReceipt(cursor, wanted, blockHash, found, kept)
+      scanReceipt(cursor, expected, wanted, blockHash, found, kept)
       count++
     } while (cursor.more(CLOSE_BRACKET))
   } else cursor.at++
@@ -303,13 +213,13 @@ function scanResult(cursor: Cursor, expected: BlockReceiptsExpected): Map<string
   return kept
 }
 
-/** One answer item `{"jsonrpc":…,"id":…,"result":[…]}` in any key order; returns its id (`single` accepts any id) and what it kept. */
-function scanItem(cursor: Cursor, expectedOf: (id: number) => BlockReceiptsExpected, single: number | undefined): [number, Map<string, RawReceipt>] {
+/** One answer item `{"jsonrpc":…,"id":…,"result":…}` in any key order; returns its id (`single` accepts any id) and what `read` made of its result. */
+function scanItem<T>(cursor: Cursor, read: (cursor: Cursor, id: number) => T, single: number | undefined): [number, T] {
   cursor.expect(OPEN_BRACE, 'an answer object')
   let id: number | undefined
   let idSeen = false
   let resultAt: number | undefined
-  let kept: Map<string, RawReceipt> | undefined
+  let kept: { value: T } | undefined
   do {
     const [keyStart, keyEnd] = cursor.string()
     cursor.expect(COLON, ':')
@@ -327,7 +237,7 @@ function scanItem(cursor: Cursor, expectedOf: (id: number) => BlockReceiptsExpec
       cursor.peek()
       resultAt = cursor.at
       // geth and its kin print the id first: the result is read as it is passed; otherwise it is gone back to
-      if (id !== undefined) kept = scanResult(cursor, expectedOf(id))
+      if (id !== undefined) kept = { value: read(cursor, id) }
       else cursor.skipValue()
     } else cursor.skipValue()
   } while (cursor.more(CLOSE_BRACE))
@@ -336,10 +246,49 @@ function scanItem(cursor: Cursor, expectedOf: (id: number) => BlockReceiptsExpec
   if (!kept) {
     const after = cursor.at
     cursor.at = resultAt
-    kept = scanResult(cursor, expectedOf(id))
+    kept = { value: read(cursor, id) }
     cursor.at = after
   }
-  return [id, kept]
+  return [id, kept.value]
+}
+
+/**
+ * What `read` makes of each call's result in a batch answer, in the order
+ * of `ids` (the JSON-RPC ids the calls were sent with; `read` is given the
+ * call's slot); ScanFailed when the answer is not exactly one result per id.
+ */
+function scanBatch<T>(body: Buffer, ids: readonly number[], read: (cursor: Cursor, slot: number) => T): T[] {
+  if (body.indexOf(BACKSLASH) >= 0) throw new ScanFailed('the answer holds escaped characters')
+  if (!isAscii(body)) throw new ScanFailed('the answer holds bytes outside ASCII')
+  const slotOf = new Map(ids.map((id, slot) => [id, slot]))
+  const readById = (cursor: Cursor, id: number) => {
+    const slot = slotOf.get(id)
+    if (slot === undefined) throw new ScanFailed(`an answer to id ${id}, not asked`)
+    return read(cursor, slot)
+  }
+  // no holes: Array.prototype.map would pass over a hole, an answer missing unnoticed
+  const found: Array<{ value: T } | undefined> = Array.from({ length: ids.length }, () => undefined)
+  const keep = ([id, value]: [number, T]) => {
+    const slot = slotOf.get(id)!
+    if (found[slot]) throw new ScanFailed(`two answers to id ${id}`)
+    found[slot] = { value }
+  }
+  const cursor = new Cursor(body)
+  if (cursor.peek() === OPEN_BRACKET) {
+    cursor.at++
+    if (cursor.peek() === CLOSE_BRACKET) throw new ScanFailed('an empty batch answer')
+    do keep(scanItem(cursor, readById, undefined))
+    while (cursor.more(CLOSE_BRACKET))
+  } else {
+    // a single call is sent alone and answered alone; a proxy may have changed its id
+    if (ids.length !== 1) throw new ScanFailed('a single answer to a batch')
+    keep(scanItem(cursor, readById, ids[0]))
+  }
+  if (cursor.peek() !== undefined) throw new ScanFailed('bytes after the answer')
+  return found.map((kept, slot) => {
+    if (!kept) throw new ScanFailed(`no answer to id ${ids[slot]}`)
+    return kept.value
+  })
 }
 
 /**
@@ -349,35 +298,25 @@ function scanItem(cursor: Cursor, expectedOf: (id: number) => BlockReceiptsExpec
  * not exactly every block's receipts, each of the block asked.
  */
 export function scanBlockReceiptsBatch(body: Buffer, ids: readonly number[], expected: readonly BlockReceiptsExpected[]): Array<Map<string, RawReceipt>> {
-  if (body.indexOf(BACKSLASH) >= 0) throw new ScanFailed('the answer holds escaped characters')
-  if (!isAscii(body)) throw new ScanFailed('the answer holds bytes outside ASCII')
-  const slotOf = new Map(ids.map((id, slot) => [id, slot]))
-  const expectedOf = (id: number) => {
-    const slot = slotOf.get(id)
-    if (slot === undefined) throw new ScanFailed(`an answer to id ${id}, not asked`)
-    return expected[slot]!
-  }
-  // no holes: Array.prototype.map would pass over a hole, an answer missing unnoticed
-  const found: Array<Map<string, RawReceipt> | undefined> = Array.from({ length: ids.length }, () => undefined)
-  const keep = ([id, kept]: [number, Map<string, RawReceipt>]) => {
-    const slot = slotOf.get(id)!
-    if (found[slot]) throw new ScanFailed(`two answers to id ${id}`)
-    found[slot] = kept
-  }
-  const cursor = new Cursor(body)
-  if (cursor.peek() === OPEN_BRACKET) {
-    cursor.at++
-    if (cursor.peek() === CLOSE_BRACKET) throw new ScanFailed('an empty batch answer')
-    do keep(scanItem(cursor, expectedOf, undefined))
-    while (cursor.more(CLOSE_BRACKET))
-  } else {
-    // a single call is sent alone and answered alone; a proxy may have changed its id
-    if (ids.length !== 1) throw new ScanFailed('a single answer to a batch')
-    keep(scanItem(cursor, expectedOf, ids[0]))
-  }
-  if (cursor.peek() !== undefined) throw new ScanFailed('bytes after the answer')
-  return found.map((kept, slot) => {
-    if (!kept) throw new ScanFailed(`no answer to id ${ids[slot]}`)
-    return kept
+  return scanBatch(body, ids, (cursor, slot) => scanResult(cursor, expected[slot]!))
+}
+
+/**
+ * The receipts of a batch answer of `eth_getTransactionReceipt`, in the
+ * order of `ids`, each reduced to what the index reads; ScanFailed unless
+ * every one is the receipt asked, from the block it was wanted from (a
+ * missing receipt, another transaction's or another block's: the ordinary
+ * reading says which, and the transport retries that call).
+ */
+export function scanReceiptsBatch(body: Buffer, ids: readonly number[], expected: readonly ReceiptExpected[]): RawReceipt[] {
+  return scanBatch(body, ids, (cursor, slot) => {
+    const wanted = expected[slot]!
+    if (cursor.peek() !== OPEN_BRACE) throw new ScanFailed('a result that is not a receipt')
+    const receipt = readReceipt(cursor, wanted.logs)
+    if (typeof receipt.transactionHash !== 'string' || receipt.transactionHash.toLowerCase() !== wanted.hash) throw new ScanFailed('the receipt of another transaction')
+    if (receipt.blockHash != null && (typeof receipt.blockHash !== 'string' || receipt.blockHash.toLowerCase() !== wanted.blockHash.toLowerCase())) {
+      throw new ScanFailed('a receipt of another block')
+    }
+    return receipt
   })
 }
