@@ -89,6 +89,16 @@ function checkedBlockReceipts(value: unknown, block: ReceiptWanted['block']): Ma
 
 const supported = (known: ReceiptKnowledge) => known.support === 'supported'
 
+/** Of a block's parsed receipts, the wanted ones, each reduced as the scanner reads one (logs only where asked for). */
+function keptOf(receipts: Map<string, RawReceipt>, expected: BlockReceiptsExpected): Map<string, RawReceipt> {
+  const kept = new Map<string, RawReceipt>()
+  for (const hash of expected.hashes) {
+    const receipt = receipts.get(hash)
+    if (receipt) kept.set(hash, slimReceipt(receipt, expected.logs?.get(hash)))
+  }
+  return kept
+}
+
 const expectedOf = (wanted: ReceiptWanted) => ({ hash: wanted.hash.toLowerCase(), blockHash: wanted.block.hash, logs: wanted.logs })
 
 /**
@@ -117,6 +127,25 @@ function wantedShare(asked: readonly BlockReceiptsExpected[]): number {
     transactions += block.txCount
   }
   return transactions === 0 ? 0 : wanted / transactions
+}
+
+/** What the probe reads of an answer at most: whether it is a result or an error shows in its first bytes, and a block's receipts may be a hundred megabytes. */
+const PROBE_READS_BYTES = 64 * 1024
+
+/** The first PROBE_READS_BYTES of an answer, as text; the rest is not read. */
+async function answerStart(response: Response): Promise<string> {
+  if (!response.body) return ''
+  const reader = response.body.getReader()
+  const chunks: Uint8Array[] = []
+  let length = 0
+  while (length < PROBE_READS_BYTES) {
+    const read = await reader.read()
+    if (read.done) break
+    chunks.push(read.value)
+    length += read.value.byteLength
+  }
+  await reader.cancel()
+  return Buffer.concat(chunks).toString('utf8', 0, Math.min(length, PROBE_READS_BYTES))
 }
 
 export function createBatches(pool: EndpointPool, options: { timeoutMs: number }) {
@@ -191,7 +220,7 @@ export function createBatches(pool: EndpointPool, options: { timeoutMs: number }
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getBlockReceipts', params: [numberToHex(blockNumber)] }),
         signal: AbortSignal.timeout(options.timeoutMs),
       })
-      const text = await response.text()
+      const text = await answerStart(response)
       if (saysMethodMissing(text.slice(0, 500)) && (!response.ok || text.includes('"error"'))) known.support = 'unsupported'
       else if (response.ok && text.includes('"result"')) known.support = 'supported'
     } catch {
@@ -222,14 +251,14 @@ export function createBatches(pool: EndpointPool, options: { timeoutMs: number }
         // ScanFailed: the transport parses the answer and checkedBlockReceipts says what is wrong with it
         return scanBlockReceiptsBatch(body, positions, asked)
       },
-      readResult: (value, position) => checkedBlockReceipts(value, blocksAsked[position]!),
+      // parsed whole, a block's receipts are reduced to the wanted ones as soon as they are read: the range's are held till the end
+      readResult: (value, position) => keptOf(checkedBlockReceipts(value, blocksAsked[position]!), expected[position]!),
     })
     groups.forEach((positions, g) => {
       for (const position of positions) {
         const receipt = byBlock[g]!.get(wanted[position]!.hash.toLowerCase())
         if (!receipt) throw new MismatchedAnswerError(`the receipts of block ${blocksAsked[g]!.number} lack transaction ${wanted[position]!.hash}`)
-        // parsed whole, a receipt still holds every log: only what was asked for stays
-        results[position] = slimReceipt(receipt, wanted[position]!.logs)
+        results[position] = receipt
       }
     })
   }

@@ -1,9 +1,19 @@
 import { isAscii } from 'node:buffer'
 import type { Hex } from 'viem'
 import { ScanFailed } from './block-scan.js'
-import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, Cursor, OPEN_BRACE, OPEN_BRACKET, QUOTE, isWhitespace, parsePart, word } from './json-cursor.js'
+import { Cursor, parsePart, word } from './json-cursor.js'
 import type { LogFilter, RawReceipt } from './objects.js'
 import { readReceipt } from './receipt-read.js'
+
+// byte values as local constants: read through an import, each is a getter call in the loops below (tsx's module output)
+const BACKSLASH = 92
+const CLOSE_BRACE = 125
+const CLOSE_BRACKET = 93
+const COLON = 58
+const COMMA = 44
+const OPEN_BRACE = 123
+const OPEN_BRACKET = 91
+const QUOTE = 34
 
 /**
  * Reading a batch of receipts answers without parsing it: `eth_getBlockReceipts`
@@ -153,7 +163,7 @@ function scanReceiptObject(body: Buffer, start: number, blockHash: Uint8Array, f
       depth--
       if (depth === 0) return i + 1
     } else if (c === undefined) throw new ScanFailed('the answer ends inside a receipt')
-    else if (depth === 1 && !expectKey && !isWhitespace(c)) key = KEY_OTHER
+    else if (depth === 1 && !expectKey && c !== 32 && c !== 10 && c !== 13 && c !== 9) key = KEY_OTHER
     i++
   }
 }
