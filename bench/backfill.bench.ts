@@ -35,7 +35,10 @@ import { profileSpec, type ProfileName } from './chain/node-profiles.js'
  * `BENCH_BACKFILL_CASES=everyday/serial,dense/fast` runs only the cases
  * named; `BENCH_BACKFILL_BLOCKS=1000` sizes every chain to that many blocks
  * (sample: a fifth of them) and `BENCH_BACKFILL_ROUNDS=1` sets the rounds;
- * `BENCH_INDEXER_ENV='RPC_MAX_CONCURRENCY=4 …'` sets indexer settings. The
+ * `BENCH_INDEXER_ENV='RPC_MAX_CONCURRENCY=4 …'` sets indexer settings;
+ * `BENCH_NODE_OPTIONS='serial:requestMs=5,callMs=0.1 remote:latencyMs=120,maxInFlight=4'`
+ * changes a node profile's parameters (node-profiles.ts), to try the
+ * transport on other nodes than the three it is published against. The
  * results record every knob used; only a run without them is publishable.
  */
 type ChainName = 'everyday' | 'base-sized' | 'dense' | 'flood'
@@ -93,6 +96,22 @@ function selectedCases(): typeof CASES {
   return CASES.filter((c) => wanted.includes(`${c.chain}/${c.profile}`))
 }
 
+/** Per profile, the parameters BENCH_NODE_OPTIONS changes (`profile:key=number,…` separated by spaces). */
+function nodeOverrides(): Partial<Record<ProfileName, Record<string, number>>> {
+  const overrides: Partial<Record<ProfileName, Record<string, number>>> = {}
+  for (const part of (process.env.BENCH_NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean)) {
+    const [profile, list = ''] = part.split(':') as [ProfileName, string?]
+    if (profile !== 'serial' && profile !== 'remote') throw new Error(`BENCH_NODE_OPTIONS: only serial and remote take options, got ${part}`)
+    for (const pair of list.split(',').filter(Boolean)) {
+      const [key, value] = pair.split('=')
+      const number = Number(value)
+      if (!key || !Number.isFinite(number)) throw new Error(`BENCH_NODE_OPTIONS: ${pair} is not key=number`)
+      ;(overrides[profile] ??= {})[key] = number
+    }
+  }
+  return overrides
+}
+
 /** KEY=VALUE pairs for the indexer's environment, for experiments only. */
 function indexerOverrides(): Record<string, string> {
   const pairs = (process.env.BENCH_INDEXER_ENV ?? '').split(/\s+/).filter(Boolean)
@@ -103,6 +122,8 @@ export const backfill: Bench = async ({ quick, cpuProfileDir }) => {
   requireIndexer()
   const reps = positiveKnob('BENCH_BACKFILL_ROUNDS') ?? (quick ? 1 : 3)
   const overrides = indexerOverrides()
+  const nodeOptions = nodeOverrides()
+  const specOf = (profile: ProfileName) => profileSpec(profile, nodeOptions[profile])
   const settings: PipelineSettings = { pollIntervalMs: 100, env: overrides }
   const sizes = chainSizes(quick)
   const cases = selectedCases()
@@ -111,10 +132,10 @@ export const backfill: Bench = async ({ quick, cpuProfileDir }) => {
     cases: cases.map((c) => `${c.chain}/${c.profile}`),
     reps,
     sweep: { batchSizes: [5, 10, 20, 50], concurrencies: [2, 4, 8, 16], finalists: 3 },
-    profiles: Object.fromEntries(cases.map((c) => [c.profile, profileSpec(c.profile)])),
+    profiles: Object.fromEntries(cases.map((c) => [c.profile, specOf(c.profile)])),
     settings: Object.keys(overrides).length === 0 ? 'indexer defaults (POLL_INTERVAL_MS=100)' : `NOT DEFAULTS: ${process.env.BENCH_INDEXER_ENV}`,
     knobs: Object.fromEntries(
-      ['BENCH_BACKFILL_CASES', 'BENCH_BACKFILL_BLOCKS', 'BENCH_BACKFILL_ROUNDS', 'BENCH_INDEXER_ENV'].flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])),
+      ['BENCH_BACKFILL_CASES', 'BENCH_BACKFILL_BLOCKS', 'BENCH_BACKFILL_ROUNDS', 'BENCH_INDEXER_ENV', 'BENCH_NODE_OPTIONS'].flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])),
     ),
   }
   const results: Partial<Record<CaseName, CaseResult>> = {}
@@ -127,7 +148,7 @@ export const backfill: Bench = async ({ quick, cpuProfileDir }) => {
         const label = `backfill ${chainName}/${profile}`
         results[`${chainName}/${profile}`] = await measureCase(served.replay, truth, {
           label,
-          profile: profileSpec(profile),
+          profile: specOf(profile),
           receipts: CHAINS[chainName].receipts,
           sampleBlocks: size.sampleBlocks,
           ...params.sweep,

@@ -148,7 +148,7 @@ const addressTopic = (address: string) => `0x${'0'.repeat(24)}${address.slice(2)
 export function receiptLogsNeeded(candidate: Candidate): LogFilter | undefined {
   if (candidate.attributedOps.length === 0 || !candidate.entryPoint) return undefined
   const senders = new Set(candidate.attributedOps.map(({ op }) => addressTopic(op.sender)))
-  return { address: candidate.entryPoint.toLowerCase(), topics: [new Set([USER_OPERATION_EVENT_TOPIC]), undefined, senders] }
+  return { addresses: new Set([candidate.entryPoint.toLowerCase()]), topics: [new Set([USER_OPERATION_EVENT_TOPIC]), undefined, senders] }
 }
 
 function txIndexOf(tx: Candidate['tx']): number {

@@ -99,7 +99,15 @@ function keptOf(receipts: Map<string, RawReceipt>, expected: BlockReceiptsExpect
   return kept
 }
 
-const expectedOf = (wanted: ReceiptWanted) => ({ hash: wanted.hash.toLowerCase(), blockHash: wanted.block.hash, logs: wanted.logs })
+/** What a single receipt's answer must be: the transaction's, of the block it was fetched in. */
+const receiptExpected = (wanted: ReceiptWanted) => ({ hash: wanted.hash.toLowerCase(), blockHash: wanted.block.hash, logs: wanted.logs })
+
+/** The log filters of the wanted transactions that have one, by lowercase hash. */
+function logFiltersOf(wanted: readonly ReceiptWanted[]): Map<string, LogFilter> {
+  const filters = new Map<string, LogFilter>()
+  for (const { hash, logs } of wanted) if (logs) filters.set(hash.toLowerCase(), logs)
+  return filters
+}
 
 /**
  * Above this share of an answer's receipts wanted, the answer is parsed
@@ -236,7 +244,7 @@ export function createBatches(pool: EndpointPool, options: { timeoutMs: number }
       blockHash: blocksAsked[g]!.hash,
       txCount: blocksAsked[g]!.txCount,
       hashes: new Set(positions.map((position) => wanted[position]!.hash.toLowerCase())),
-      logs: new Map(positions.flatMap((position) => (wanted[position]!.logs ? [[wanted[position]!.hash.toLowerCase(), wanted[position]!.logs!]] : []))),
+      logs: logFiltersOf(positions.map((position) => wanted[position]!)),
     }))
     const known = knowledgeOf(endpoint)
     const byBlock = await endpoint.transport.callMany({
@@ -274,7 +282,7 @@ export function createBatches(pool: EndpointPool, options: { timeoutMs: number }
         endpoint.meter.bytes(body.length)
         known.singleReceipts(body.length, asked.length)
         // ScanFailed: the transport parses the answer and checkedReceipt says what is wrong with it
-        return scanReceiptsBatch(body, asked, asked.map((k) => expectedOf(wanted[positions[k]!]!)))
+        return scanReceiptsBatch(body, asked, asked.map((k) => receiptExpected(wanted[positions[k]!]!)))
       },
       readResult: (value, k) => slimReceipt(checkedReceipt(value, wanted[positions[k]!]!), wanted[positions[k]!]!.logs),
     })

@@ -9,16 +9,14 @@ import { ScanFailed } from './block-scan.js'
  * it (ScanFailed): the caller then parses it the ordinary way.
  */
 
-export const QUOTE = 34
-export const COMMA = 44
-export const COLON = 58
-export const BACKSLASH = 92
-export const OPEN_BRACE = 123
-export const CLOSE_BRACE = 125
-export const OPEN_BRACKET = 91
-export const CLOSE_BRACKET = 93
+const QUOTE = 34
+const COMMA = 44
+const OPEN_BRACE = 123
+const CLOSE_BRACE = 125
+const OPEN_BRACKET = 91
+const CLOSE_BRACKET = 93
 
-export function isWhitespace(code: number | undefined): boolean {
+function isWhitespace(code: number | undefined): boolean {
   return code === 32 || code === 10 || code === 13 || code === 9
 }
 

@@ -22,5 +22,5 @@ export type RawTransaction = {
 export type RawLog = { address: Address; topics: Hex[]; data: Hex }
 export type RawReceipt = { transactionHash: Hex; status: Hex; logs: RawLog[]; blockHash?: Hex | null; blockNumber?: Hex | null }
 
-/** Which logs of a receipt are kept (receipt-read.ts): those of `address` whose topics are, position by position, in the set given there (all lowercase). */
-export type LogFilter = { address: string; topics: ReadonlyArray<ReadonlySet<string> | undefined> }
+/** Which logs of a receipt are kept (receipt-read.ts): those of one of `addresses` whose topics are, position by position, in the set given there (all lowercase). */
+export type LogFilter = { addresses: ReadonlySet<string>; topics: ReadonlyArray<ReadonlySet<string> | undefined> }

@@ -28,7 +28,7 @@ const QUOTE = 34
 /** Whether a log (as JSON.parse made it) is one `filter` keeps. */
 function isKept(log: unknown, filter: LogFilter): log is RawLog {
   const { address, topics } = (log ?? {}) as Partial<RawLog>
-  if (typeof address !== 'string' || address.toLowerCase() !== filter.address || !Array.isArray(topics)) return false
+  if (typeof address !== 'string' || !filter.addresses.has(address.toLowerCase()) || !Array.isArray(topics)) return false
   return filter.topics.every((wanted, i) => {
     const topic = topics[i]
     return wanted === undefined || (typeof topic === 'string' && wanted.has(topic.toLowerCase()))
@@ -66,8 +66,8 @@ function valueAt(cursor: Cursor, what: string): unknown {
 }
 
 /**
- * One log, the cursor on its `{`: parsed only when it comes from the
- * filter's address (a byte comparison first), then kept if its topics are
+ * One log, the cursor on its `{`: parsed only when it comes from one of
+ * the filter's addresses (compared first), then kept if its topics are
  * wanted too. A log with no string address cannot be judged here.
  */
 function readLog(cursor: Cursor, filter: LogFilter): RawLog | undefined {
@@ -88,7 +88,7 @@ function readLog(cursor: Cursor, filter: LogFilter): RawLog | undefined {
     } while (cursor.more(CLOSE_BRACE))
   } else cursor.at++
   if (address === undefined) throw new ScanFailed('a log without an address')
-  if (address.toLowerCase() !== filter.address) return undefined
+  if (!filter.addresses.has(address.toLowerCase())) return undefined
   const log = parsePart(cursor, start, cursor.at, 'a log')
   return isKept(log, filter) ? keptLog(log) : undefined
 }

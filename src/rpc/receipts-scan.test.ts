@@ -70,7 +70,7 @@ describe('scanBlockReceiptsBatch', () => {
     const logs = [{ data: '}]},{', address: address(9), topics: [hash(7)] }]
     const odd = receipt(0, BLOCK, { note: '{[:,]}', other: ' } ] ', logs })
     const text = JSON.stringify([item(0, [odd, receipt(1)])], null, '\t').replace(/": /g, '" :\r\n ')
-    const filter = { address: address(9), topics: [] }
+    const filter = { addresses: new Set([address(9)]), topics: [] }
     const found = scan(text, [0], [{ ...expect1(2, [0]), logs: new Map([[hash(1000), filter]]) }])
     expect(entries(found)).toEqual([[[hash(1000), slim(odd, filter)]]])
     expect(found[0]!.get(hash(1000))!.logs).toEqual(logs)
@@ -121,7 +121,7 @@ describe('logs of a wanted receipt', () => {
     const wantedLog = log(BUNDLER.toUpperCase().replace('0X', '0x'), [EVENT.toUpperCase().replace('0X', '0x'), hash(1), hash(2)], '0x01')
     const logs = [log(address(1), [EVENT]), wantedLog, log(BUNDLER, [hash(0xef)]), log(BUNDLER, [EVENT, hash(1), hash(3)]), log(BUNDLER, [])]
     const text = JSON.stringify([item(0, [receipt(0, BLOCK, { logs }), receipt(1, BLOCK, { logs })])])
-    const filter: LogFilter = { address: BUNDLER, topics: [new Set([EVENT]), undefined, new Set([hash(2)])] }
+    const filter: LogFilter = { addresses: new Set([BUNDLER]), topics: [new Set([EVENT]), undefined, new Set([hash(2)])] }
     const [found] = scan(text, [0], [{ ...expect1(2, [0, 1]), logs: new Map([[hash(1000), filter]]) }])
     expect(found!.get(hash(1000))!.logs).toEqual([{ address: wantedLog.address, topics: wantedLog.topics, data: '0x01' }])
     expect(found!.get(hash(1001))!.logs).toEqual([])
@@ -132,7 +132,7 @@ describe('logs of a wanted receipt', () => {
     many[123_456] = log(BUNDLER, [EVENT])
     const text = JSON.stringify([item(0, [receipt(0, BLOCK, { logs: many })])])
     expect(scan(text, [0], [expect1(1, [0])])[0]!.get(hash(1000))!.logs).toEqual([])
-    const filter: LogFilter = { address: BUNDLER, topics: [new Set([EVENT])] }
+    const filter: LogFilter = { addresses: new Set([BUNDLER]), topics: [new Set([EVENT])] }
     const [found] = scan(text, [0], [{ ...expect1(1, [0]), logs: new Map([[hash(1000), filter]]) }])
     expect(found!.get(hash(1000))).toEqual({ ...slim(receipt(0)), logs: [{ address: BUNDLER, topics: [EVENT], data: '0x' }] })
   })
@@ -145,7 +145,7 @@ describe('scanReceiptsBatch', () => {
   it('reads one receipt per call in the order asked, each reduced to its fields and the logs asked for', () => {
     const logs = [{ address: address(9), topics: [hash(7)], data: '0x' }]
     const text = JSON.stringify([item(1, receipt(1, BLOCK, { status: '0x0' })), item(0, receipt(0, BLOCK, { logs }))])
-    expect(scanSingle(text, [0, 1], [asked(0, BLOCK, { address: address(9), topics: [] }), asked(1)])).toEqual([
+    expect(scanSingle(text, [0, 1], [asked(0, BLOCK, { addresses: new Set([address(9)]), topics: [] }), asked(1)])).toEqual([
       { ...slim(receipt(0)), logs },
       { ...slim(receipt(1)), status: '0x0' },
     ])
@@ -238,10 +238,10 @@ function randomReceipt(random: Random, n: number, blockHash: string): string {
   return json
 }
 
-/** Logs a caller may want: of one address, with a first topic among some (or any). */
+/** Logs a caller may want: of one or two addresses, with a first topic among some (or any). */
 function randomFilter(random: Random): LogFilter {
   const topics = random.chance(0.5) ? [new Set(Array.from({ length: 50 }, (_, k) => hash(2 * k)))] : []
-  return { address: address(random.int(9)), topics }
+  return { addresses: new Set([address(random.int(9)), address(random.int(9))]), topics }
 }
 
 /** A batch answer of `eth_getBlockReceipts`, as JSON text, and what was asked. */

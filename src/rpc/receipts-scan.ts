@@ -330,3 +330,19 @@ export function scanReceiptsBatch(body: Buffer, ids: readonly number[], expected
     return receipt
   })
 }
+
+/**
+ * A lone `eth_getTransactionReceipt` answer, its receipt reduced to its
+ * fields and the logs `filter` keeps, as JSON text with the request's `id`;
+ * undefined when the scanner cannot read it (a null result, an error item,
+ * an odd layout): the caller then parses the answer as it came.
+ */
+export function reducedReceiptAnswer(body: Buffer, id: number, filter: LogFilter): string | undefined {
+  try {
+    const [receipt] = scanBatch(body, [id], (cursor) => (cursor.peek() === OPEN_BRACE ? readReceipt(cursor, filter) : undefined))
+    return receipt ? JSON.stringify({ jsonrpc: '2.0', id, result: receipt }) : undefined
+  } catch (error) {
+    if (error instanceof ScanFailed) return undefined
+    throw error
+  }
+}

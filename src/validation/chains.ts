@@ -1,5 +1,8 @@
 import { createPublicClient, fallback, hexToNumber, http, type Address, type PublicClient } from 'viem'
+import { USER_OPERATION_EVENT_TOPIC } from '../attribution/userops.js'
 import { AnswerTooLargeError, DEFAULT_MOST_ANSWER_BYTES } from '../rpc/answer-buffers.js'
+import type { LogFilter } from '../rpc/objects.js'
+import { reducedReceiptAnswer } from '../rpc/receipts-scan.js'
 import { ChainSelectionError, toRpcFailure, worthAnotherEndpoint } from './errors.js'
 
 /**
@@ -52,18 +55,39 @@ export function urlsOf(endpoint: Pick<ChainEndpoint, 'rpcUrl' | 'rpcUrls'>): str
  * backoff).
  */
 function transportOf(endpoint: ChainEndpoint, timeoutMs: number, maxAnswerBytes: number) {
-  const fetchFn = cappedFetch(maxAnswerBytes)
+  const fetchFn = cappedFetch(maxAnswerBytes, { receiptLogs: entryPointEvents(endpoint.entryPoints) })
   const transports = urlsOf(endpoint).map((url) => http(url, { timeout: timeoutMs, retryCount: 0, fetchFn }))
   if (transports.length === 1) return transports[0]!
   return fallback(transports, { rank: false, retryCount: 0, shouldThrow: (error) => !worthAnotherEndpoint(error) })
+}
+
+/** The logs validation reads of a receipt: the UserOperationEvents of the chain's EntryPoints (records.ts attributionsOf). */
+function entryPointEvents(entryPoints: readonly Address[]): LogFilter {
+  return { addresses: new Set(entryPoints.map((address) => address.toLowerCase())), topics: [new Set([USER_OPERATION_EVENT_TOPIC])] }
+}
+
+/** The numeric id of a lone `eth_getTransactionReceipt` request, as viem sends one; undefined for any other request. */
+function receiptRequestId(init: RequestInit | undefined): number | undefined {
+  if (typeof init?.body !== 'string' || init.body.length > 1_000) return undefined
+  try {
+    const request = JSON.parse(init.body) as { method?: unknown; id?: unknown }
+    return request.method === 'eth_getTransactionReceipt' && typeof request.id === 'number' ? request.id : undefined
+  } catch {
+    return undefined
+  }
 }
 
 /**
  * fetch, reading the body no further than `mostBytes`: viem reads a whole
  * answer before parsing it, and a node streaming an endless body would
  * grow it until the timeout, in the API process, once per lookup in flight.
+ *
+ * A receipt is given to viem reduced to its fields and the logs
+ * `receiptLogs` names: any transaction can emit a hundred megabytes of logs,
+ * and viem's parse of them all would take the API's heap several times
+ * over, for a lookup that reads the status and the EntryPoints' events.
  */
-export function cappedFetch(mostBytes: number) {
+export function cappedFetch(mostBytes: number, options: { receiptLogs?: LogFilter } = {}) {
   return async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const response = await fetch(input, init)
     if (Number(response.headers.get('content-length')) > mostBytes) {
@@ -86,7 +110,10 @@ export function cappedFetch(mostBytes: number) {
     const headers = new Headers(response.headers)
     headers.delete('content-length')
     headers.delete('content-encoding')
-    return new Response(Buffer.concat(chunks, length), { status: response.status, statusText: response.statusText, headers })
+    const body = Buffer.concat(chunks, length)
+    const receiptId = options.receiptLogs && receiptRequestId(init)
+    const reduced = receiptId !== undefined && options.receiptLogs ? reducedReceiptAnswer(body, receiptId, options.receiptLogs) : undefined
+    return new Response(reduced ?? body, { status: response.status, statusText: response.statusText, headers })
   }
 }
 
