@@ -103,7 +103,8 @@ function countTransactions(parsed: RpcResponse[], numbers: number[], receipts: b
 }
 
 function indexerRpcBatcher(url: string) {
-  const rpc = createRpc({ url, timeoutMs: 60_000, batchSize: 50, maxAttempts: 1 })
+  // the indexer's own attempts: on a node that caps requests in flight, its 429s are asked again after Retry-After, as the daemon's are
+  const rpc = createRpc({ url, timeoutMs: 60_000, batchSize: 50 })
   return async (numbers: number[]) => ({
     transactions: (await rpc.blocks(numbers[0]!, numbers.at(-1)!, candidateFilter(new Set()), (tx) => tx)).reduce((sum, block) => sum + block.txCount, 0),
     refused: 0,
