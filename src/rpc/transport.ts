@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createBatchSizer } from './adaptive-batch.js'
 import { AnswerTooLargeError, createAnswerBuffers } from './answer-buffers.js'
+import { createRateLimitSpell } from './rate-limit-spell.js'
 import { createConcurrencyLimiter } from './concurrency.js'
 import { allFailed, readItems, requestBody, type Answered, type FailedCalls, type ReadResult } from './answers.js'
 import { classifyHttp, limitIn, mayBeLength, RpcFailure, shrinks, type FailureKind } from './failure-kinds.js'
@@ -56,8 +57,10 @@ export type TransportObserver = {
 /** The operating point and the throughput measured there (the /metrics gauges, the log line). */
 export type OperatingPointReport = OperatingPoint & Throughput & { settled: boolean; mostBatch: number; mostInFlight: number }
 
-/** Quiet time after a 429 before one more request in flight may be tried. */
+/** Quiet time after a 429 before one more request in flight may be tried… */
 const RATE_LIMIT_QUIET_MS = 30_000
+/** …doubled after each raise the node refused, up to this (rate-limit-spell.ts). */
+const RATE_LIMIT_LONGEST_QUIET_MS = 8 * RATE_LIMIT_QUIET_MS
 
 export type CallSpec<T> = {
   method: string
@@ -101,8 +104,8 @@ export function createTransport(options: TransportOptions) {
     onChange: (inFlight, limit) => observer.inFlight?.(inFlight, limit),
   })
   sizer.setSize(search.point.batch)
-  /** When a 429 last capped the requests in flight: the cap is raised by one after a quiet spell. */
-  let rateLimitedAt = Number.NEGATIVE_INFINITY
+  /** When the cap a 429 set on the requests in flight may be raised by one. */
+  const rateLimitSpell = createRateLimitSpell({ quietMs: RATE_LIMIT_QUIET_MS, longestMs: RATE_LIMIT_LONGEST_QUIET_MS })
 
   /** The sizer and the limiter take the search's point. */
   function follow() {
@@ -147,9 +150,7 @@ export function createTransport(options: TransportOptions) {
 
   /** After a quiet spell since the last 429, one more request in flight may be tried. */
   function liftRateLimitCap() {
-    const now = performance.now()
-    if (now - rateLimitedAt > RATE_LIMIT_QUIET_MS && search.caps.inFlight < options.maxConcurrency) {
-      rateLimitedAt = now
+    if (search.caps.inFlight < options.maxConcurrency && rateLimitSpell.mayRaise(performance.now())) {
       search.raiseInFlightCap(search.caps.inFlight + 1)
     }
   }
@@ -250,7 +251,7 @@ export function createTransport(options: TransportOptions) {
       case 'rate_limited':
         // more in flight than the node takes: never that many again until a quiet spell
         search.capInFlight(Math.max(1, Math.min(search.point.inFlight, limiter.inFlight + 1) - 1))
-        rateLimitedAt = performance.now()
+        rateLimitSpell.refused(performance.now())
         follow()
         return limiter.rateLimited(failure.retryAfterMs)
       case 'timeout':

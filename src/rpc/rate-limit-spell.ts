@@ -1,0 +1,39 @@
+/**
+ * When a transport capped by a 429 may try one more request in flight.
+ *
+ * After a 429 the requests in flight are capped below what was refused;
+ * after a quiet spell the cap is raised by one, since providers change
+ * their limits and a busy spell passes. But a provider whose cap is fixed
+ * refuses that raise every time, and its `Retry-After` pauses every request
+ * of the endpoint (concurrency.ts): ~1 s in every 30 on the bench's capped
+ * remote node (BENCHMARKS.md). So a raise refused within the spell after it
+ * doubles the spell, up to `longestMs`; a raise that lasts a whole spell
+ * brings it back to `quietMs`.
+ */
+export function createRateLimitSpell(options: { quietMs: number; longestMs: number }) {
+  let spellMs = options.quietMs
+  let refusedAt = Number.NEGATIVE_INFINITY
+  let raisedAt: number | undefined
+
+  return {
+    /** A 429 arrived at `now`. */
+    refused(now: number) {
+      if (raisedAt !== undefined && now - raisedAt <= spellMs) spellMs = Math.min(spellMs * 2, options.longestMs)
+      raisedAt = undefined
+      refusedAt = now
+    },
+    /** Whether one more request in flight may be tried at `now`; true means the caller raises its cap now. */
+    mayRaise(now: number): boolean {
+      if (now - refusedAt <= spellMs) return false
+      // the last raise lasted a whole spell: the provider takes it
+      if (raisedAt !== undefined) spellMs = options.quietMs
+      raisedAt = now
+      refusedAt = now
+      return true
+    },
+    /** The quiet time now asked before the next raise. */
+    get spellMs() {
+      return spellMs
+    },
+  }
+}
