@@ -68,7 +68,8 @@ function entryPointEvents(entryPoints: readonly Address[]): LogFilter {
 
 /** The numeric id of a lone `eth_getTransactionReceipt` request, as viem sends one; undefined for any other request. */
 function receiptRequestId(init: RequestInit | undefined): number | undefined {
-  if (typeof init?.body !== 'string' || init.body.length > 1_000) return undefined
+  // every lookup's calls pass here: most are not receipts, and a substring says so without a parse
+  if (typeof init?.body !== 'string' || init.body.length > 1_000 || !init.body.includes('"eth_getTransactionReceipt"')) return undefined
   try {
     const request = JSON.parse(init.body) as { method?: unknown; id?: unknown }
     return request.method === 'eth_getTransactionReceipt' && typeof request.id === 'number' ? request.id : undefined
@@ -111,8 +112,9 @@ export function cappedFetch(mostBytes: number, options: { receiptLogs?: LogFilte
     headers.delete('content-length')
     headers.delete('content-encoding')
     const body = Buffer.concat(chunks, length)
-    const receiptId = options.receiptLogs && receiptRequestId(init)
-    const reduced = receiptId !== undefined && options.receiptLogs ? reducedReceiptAnswer(body, receiptId, options.receiptLogs) : undefined
+    const { receiptLogs } = options
+    const receiptId = receiptLogs ? receiptRequestId(init) : undefined
+    const reduced = receiptLogs && receiptId !== undefined ? reducedReceiptAnswer(body, receiptId, receiptLogs) : undefined
     return new Response(reduced ?? body, { status: response.status, statusText: response.statusText, headers })
   }
 }
