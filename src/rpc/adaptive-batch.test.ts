@@ -45,4 +45,21 @@ describe('batch sizer', () => {
     expect(sizer.sizeFor('eth_getTransactionReceipt')).toBeLessThan(100)
     expect(sizer.sizeFor('eth_getBlockByNumber(full)')).toBe(2)
   })
+
+  it('lets a batch carry more bytes when the node caps the requests in flight, never past a byte limit the node named', () => {
+    const sizer = createBatchSizer({ maxSize: 1_000, maxBytes: 10 * MiB })
+    sizer.setSize(1_000)
+    sizer.succeeded('eth_getBlockByNumber(full)', 1, 400 * KiB)
+    expect(sizer.sizeFor('eth_getBlockByNumber(full)')).toBe(25)
+    // 4 requests in flight where 8 were allowed: twice the bytes each, a 50-block range in one request
+    sizer.setShare(2)
+    expect(sizer.sizeFor('eth_getBlockByNumber(full)')).toBe(51)
+    expect(sizer.mostCalls()).toBe(51)
+    // the node refuses answers past ~12.5 MiB: its limit holds whatever the share
+    sizer.responseTooLarge(51, 12.5 * MiB)
+    sizer.setSize(1_000)
+    expect(sizer.sizeFor('eth_getBlockByNumber(full)')).toBe(25)
+    sizer.setShare(1)
+    expect(sizer.sizeFor('eth_getBlockByNumber(full)')).toBe(25)
+  })
 })

@@ -11,7 +11,11 @@ import { createBatchCaps } from './batch-caps.js'
  * without naming a limit or timed out whole (batch-caps.ts). Independently, a batch is bounded
  * by bytes: the size of earlier answers per method tells how many calls fit
  * in the byte budget, so 1 MB blocks go a few at a time while small ones go
- * by the dozen.
+ * by the dozen. A node that caps the requests in flight below the most
+ * configured gets a larger budget per batch (`setShare`), so its fewer
+ * answers in flight may carry as many bytes as the most would: on a node
+ * that answers late, each request is a round trip, and more bytes per
+ * request is the only way left to more throughput.
  */
 export type BatchSizerOptions = {
   /** The most calls per batch, and where it starts. */
@@ -28,7 +32,11 @@ export function createBatchSizer(options: BatchSizerOptions) {
   let size = options.maxSize
   /** A call count the node refused, or undefined: the size never grows to it again. */
   let nodeCap = Number.POSITIVE_INFINITY
-  let maxBytes = options.maxBytes
+  /** A byte budget the node named by refusing a larger answer: never passed, whatever the share. */
+  let nodeBytes = Number.POSITIVE_INFINITY
+  /** How many times `maxBytes` a batch may carry (see above). */
+  let share = 1
+  const batchBytes = () => Math.min(nodeBytes, options.maxBytes * share)
   const bytesPerCall = new Map<string, number>()
   /** Per method, caps learned from batches that broke without naming a limit or timed out whole (batch-caps.ts). */
   const caps = createBatchCaps()
@@ -38,7 +46,7 @@ export function createBatchSizer(options: BatchSizerOptions) {
   /** The most calls any batch can carry now: the configured most, a limit the node named, the byte budget over the largest calls. */
   function mostCalls(): number {
     const largest = Math.max(0, ...bytesPerCall.values())
-    return Math.max(1, Math.min(ceiling(), largest > 0 ? Math.floor(maxBytes / largest) : Number.POSITIVE_INFINITY))
+    return Math.max(1, Math.min(ceiling(), largest > 0 ? Math.floor(batchBytes() / largest) : Number.POSITIVE_INFINITY))
   }
 
   /**
@@ -50,7 +58,7 @@ export function createBatchSizer(options: BatchSizerOptions) {
   function sizeFor(method: string): number {
     const perCall = bytesPerCall.get(method)
     if (perCall === undefined) return Math.max(1, Math.min(size, caps.capFor(method)))
-    const budget = Math.min(maxBytes, size * Math.max(...bytesPerCall.values()))
+    const budget = Math.min(batchBytes(), size * Math.max(...bytesPerCall.values()))
     return Math.max(1, Math.min(ceiling(), Math.floor(budget / perCall), caps.capFor(method)))
   }
 
@@ -82,8 +90,8 @@ export function createBatchSizer(options: BatchSizerOptions) {
     size = Math.max(1, Math.min(size, Math.floor(sent / 2)))
     // the good part of the answer is what fits; keep a margin under it
     const budget = Math.floor(answeredBytes * 0.8)
-    if (budget > 0 && budget < maxBytes) {
-      maxBytes = budget
+    if (budget > 0 && budget < batchBytes()) {
+      nodeBytes = budget
       options.onLimit?.(`node caps batch answers near ${(answeredBytes / MiB).toFixed(1)} MB; using ${(budget / MiB).toFixed(1)} MB`, {
         max_bytes: budget,
       })
@@ -106,6 +114,10 @@ export function createBatchSizer(options: BatchSizerOptions) {
     /** The size the search wants (bounded here by the node's limits). */
     setSize(wanted: number) {
       size = Math.max(1, Math.min(ceiling(), Math.round(wanted)))
+    },
+    /** A batch may carry `times` × maxBytes (at least once it): the node caps requests in flight at 1/`times` of the most. */
+    setShare(times: number) {
+      share = Math.max(1, times)
     },
     /** Whether an answer of `method` has told its size per call yet. */
     knowsBytes: (method: string) => bytesPerCall.has(method),

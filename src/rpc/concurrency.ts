@@ -3,9 +3,12 @@ import { setTimeout as sleep } from 'node:timers/promises'
 /**
  * How many requests are in flight to one node. The limit is set by the
  * operating-point search (operating-point.ts) from measured throughput;
- * here it is only enforced, halved at once on a 429 (and nothing at all
- * sent until its Retry-After has passed) or a timeout, before the search's
- * next window looks again.
+ * here it is only enforced, halved at once on a timeout before the
+ * search's next window looks again. A 429 pauses every request until its
+ * Retry-After has passed; the limit after it is the search's, one below the
+ * requests the node refused (transport.ts): halved here too, it stayed under
+ * that cap until the search next moved, which with large batches could be
+ * the rest of a backfill.
  */
 export type ConcurrencyOptions = {
   initial: number
@@ -84,7 +87,6 @@ export function createConcurrencyLimiter(options: ConcurrencyOptions) {
       wakeWaiters()
     },
     rateLimited(retryAfterMs: number | undefined) {
-      decrease()
       if (retryAfterMs !== undefined) pausedUntil = Math.max(pausedUntil, Date.now() + retryAfterMs)
       // a waiter released after the pause must be woken even if nothing completes meanwhile
       wakeWaiters()

@@ -101,6 +101,20 @@ describe('the operating point search converges near the best point of each kind 
     expect(late.reduce((sum, rate) => sum + rate, 0) / late.length / best).toBeGreaterThan(0.85)
   })
 
+  it('opens a window only once no request sent under an earlier point is still out', () => {
+    const search = createOperatingPointSearch({ start: { batch: 10, inFlight: 4 }, maxBatch: 50, maxInFlight: 8, windowMs: 100, minAnswers: 1 })
+    const { epoch } = search
+    // this point's answers while one sent before it is out: the window would count the old one's time, not its bytes
+    search.answered(epoch, 10, 1_000, 0, 1)
+    search.answered(epoch, 10, 1_000, 50, 1)
+    expect(search.tick(200)).toBe(false)
+    // the old request came back: the next answer opens the window, the one after counts
+    search.answered(epoch, 10, 1_000, 300, 0)
+    search.answered(epoch, 10, 1_000, 350, 0)
+    expect(search.tick(400)).toBe(true)
+    expect(search.throughput.bytesPerSecond).toBe(10_000)
+  })
+
   it('stays within caps from push-back', () => {
     const search = createOperatingPointSearch({ start: { batch: 28, inFlight: 8 }, maxBatch: 50, maxInFlight: 8 })
     search.capInFlight(3)

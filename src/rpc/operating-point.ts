@@ -25,8 +25,12 @@
  * Pure: time comes in as arguments (the transport's clock runs only while
  * a block is waited for, so a caller that pauses does not read as a slow
  * node); answers are counted only under the point their request was sent
- * with (`epoch`), and a window opens at the first of them, so a window
- * measures that point alone.
+ * with (`epoch`), and a window opens at the first of them once no request
+ * sent under an earlier point is still out, so a window measures that point
+ * alone. (Opened while earlier requests were still out, a window spent
+ * their answers' time uncounted: up to three of a window's ~seven answers
+ * on a node 120 ms away, more for larger batches and more in flight, so
+ * both read as worse than they were.)
  */
 export type OperatingPoint = { batch: number; inFlight: number }
 
@@ -200,13 +204,13 @@ export function createOperatingPointSearch(options: OperatingPointOptions) {
     get throughput(): Throughput {
       return last
     },
-    /** An answer of `calls` calls in `bytes`, to a request sent under `sentEpoch`. */
-    answered(sentEpoch: number, calls: number, bytes: number, now: number) {
+    /** An answer of `calls` calls in `bytes`, to a request sent under `sentEpoch`, while `earlierOut` requests sent under earlier points are still out. */
+    answered(sentEpoch: number, calls: number, bytes: number, now: number, earlierOut = 0) {
       if (sentEpoch !== epoch) return
       if (Number.isNaN(window.startedAt)) {
-        // the window opens at the point's first answer: from the move until then the node was still
-        // answering what was sent before it, and a rate over that time would measure the old point
-        window.startedAt = now
+        // the window opens at the point's first answer with nothing of the old point still out: until
+        // then the node was still answering what was sent before the move, uncounted here
+        if (earlierOut === 0) window.startedAt = now
         return
       }
       window.calls += calls
@@ -235,6 +239,12 @@ export function createOperatingPointSearch(options: OperatingPointOptions) {
     halveBatch() {
       base = clip({ ...base, batch: base.batch / 2 })
       current = clip({ ...current, batch: Math.min(current.batch, base.batch) })
+    },
+    /** The batch goes to the most allowed now, from where the search goes on (a node that caps requests in flight). */
+    batchToMost() {
+      base = clip({ ...base, batch: maxBatch })
+      // a fresh window: the one under way measured smaller batches
+      if (current.batch !== maxBatch) moveTo(clip({ ...current, batch: maxBatch }))
     },
     /** The node pushed back (429s): the point never goes past this until the cap is raised. */
     capBatch(most: number) {

@@ -190,3 +190,46 @@ describe('batches are cut when their request goes out', () => {
     expect(lengths.length).toBe(2 + 16)
   })
 })
+
+describe('a node that caps the requests in flight', () => {
+  /** Holds each answer 20 ms; a request arriving while 2 are held is answered 429 with Retry-After: 0. */
+  let node: Server
+  let nodeUrl: string
+  const lengths: number[] = []
+  let refused = 0
+  beforeAll(async () => {
+    let held = 0
+    ;({ server: node, url: nodeUrl } = await startNode((calls, batch, res) => {
+      if (held >= 2) {
+        refused++
+        res.writeHead(429, { 'retry-after': '0', 'content-type': 'application/json' })
+        return void res.end('{"jsonrpc":"2.0","id":null,"error":{"code":-32005,"message":"too many requests"}}')
+      }
+      held++
+      lengths.push(calls.length)
+      setTimeout(() => {
+        held--
+        answerEach(res, calls, batch, () => ({ padding: 'x'.repeat(BLOCK_BYTES) }))
+      }, 20)
+    }))
+  })
+  afterAll(() => new Promise<void>((resolve) => node.close(() => resolve())))
+
+  it('is asked more per request once it refused more of them: the answers in flight carry as many bytes as at the most', async () => {
+    // 4 in flight of 10 blocks each at the most; the node takes 2, so each may carry 20
+    const transport = createTransport({ url: nodeUrl, timeoutMs: 5_000, maxBatchSize: 1_000, maxBatchBytes: 10 * BLOCK_BYTES + 1000, concurrency: 4, maxConcurrency: 4, maxAttempts: 5 })
+    const spec = (from: number) => ({
+      method: 'eth_getBlockByNumber',
+      params: Array.from({ length: 40 }, (_, i) => [`0x${(from + i).toString(16)}`, true]),
+      paced: true,
+      readResult: (result: unknown) => (result as { padding: string }).padding.length,
+    })
+    const results = await Promise.all([0, 100, 200, 300].map((from) => transport.callMany(spec(from))))
+    expect(results.flat()).toEqual(new Array(160).fill(BLOCK_BYTES))
+    expect(refused).toBeGreaterThan(0)
+    expect(transport.operatingPoint.mostInFlight).toBe(2)
+    // before the refusal at most 10 blocks a request; after it 20, never more
+    expect(Math.max(...lengths)).toBe(20)
+    expect(transport.batchSize('eth_getBlockByNumber')).toBe(20)
+  })
+})

@@ -141,18 +141,50 @@ export function createTransport(options: TransportOptions) {
     }
   }
 
+  /** Paced requests out, per the point (`epoch`) they were sent under: a window opens once none of an earlier point is. */
+  const pacedOut = new Map<number, number>()
+  const earlierOut = (epoch: number) => {
+    let out = 0
+    for (const [sentEpoch, count] of pacedOut) if (sentEpoch < epoch) out += count
+    return out
+  }
+
   /** A paced answer delivered `calls` calls in `bytes`, to a request sent under `epoch`: the search's measure. */
   function measure(epoch: number, calls: number, bytes: number) {
     const now = pacedClock()
-    search.answered(epoch, calls, bytes, now)
+    search.answered(epoch, calls, bytes, now, earlierOut(search.epoch))
     if (search.tick(now)) follow()
+  }
+
+  /** `request`, counted out under `epoch` while it is (paced calls only). */
+  async function countedOut<R>(paced: boolean | undefined, epoch: number, request: () => Promise<R>): Promise<R> {
+    if (!paced) return request()
+    pacedOut.set(epoch, (pacedOut.get(epoch) ?? 0) + 1)
+    try {
+      return await request()
+    } finally {
+      const left = pacedOut.get(epoch)! - 1
+      if (left === 0) pacedOut.delete(epoch)
+      else pacedOut.set(epoch, left)
+    }
   }
 
   /** After a quiet spell since the last 429, one more request in flight may be tried. */
   function liftRateLimitCap() {
     if (search.caps.inFlight < options.maxConcurrency && rateLimitSpell.mayRaise(performance.now())) {
       search.raiseInFlightCap(search.caps.inFlight + 1)
+      shareBytesOfCappedRequests()
     }
+  }
+
+  /**
+   * Fewer requests in flight than the most configured, by the node's cap: each
+   * batch may carry that much more (adaptive-batch.ts), so the answers in
+   * flight carry as many bytes as the most would, never more.
+   */
+  function shareBytesOfCappedRequests() {
+    sizer.setShare(options.maxConcurrency / search.caps.inFlight)
+    search.limitBatch(sizer.mostCalls())
   }
 
   /** A request of `calls` calls of `key` answered whole, in `bytes`: the sizer learns from it. */
@@ -182,7 +214,8 @@ export function createTransport(options: TransportOptions) {
       limiter.run(async () => {
         const positions = take()
         if (!positions) return undefined
-        const answered = await exchange(spec, positions, search.epoch)
+        const epoch = search.epoch
+        const answered = await countedOut(spec.paced, epoch, () => exchange(spec, positions, epoch))
         for (const group of answered.failed) react(group.failure, positions.length)
         return { positions, answered }
       })
@@ -252,6 +285,9 @@ export function createTransport(options: TransportOptions) {
         // more in flight than the node takes: never that many again until a quiet spell
         search.capInFlight(Math.max(1, Math.min(search.point.inFlight, limiter.inFlight + 1) - 1))
         rateLimitSpell.refused(performance.now())
+        // the requests the node takes go as full as the bytes allow: a round trip each, and no more of them
+        shareBytesOfCappedRequests()
+        search.batchToMost()
         follow()
         return limiter.rateLimited(failure.retryAfterMs)
       case 'timeout':
