@@ -131,10 +131,10 @@ const envSchema = z.object({
   RPC_MAX_ANSWER_BYTES: positiveInt.default(256 * 1_048_576),
   /**
    * Requests in flight per node at the start (half RPC_MAX_CONCURRENCY unless set); the throughput search moves
-   * it between 1 and RPC_MAX_CONCURRENCY; a timeout halves it, a 429 caps it one below the requests the node refused. A backfill gives the search only a few
-   * judged windows, and a start at the most in flight spent them stepping down on nodes where more requests
-   * cost more: started at 4 of 8, the fast and serial profiles gained 14% and 4% and the remote one held
-   * (alternated runs, BENCHMARKS.md).
+   * it between 1 and RPC_MAX_CONCURRENCY; a timeout halves it, a 429 caps it one below the requests the node
+   * refused. A backfill gives the search only a few judged windows, and a start at the most in flight spent them
+   * stepping down on nodes where more requests cost more: started at 4 of 8, the fast and serial profiles gained
+   * 14% and 4% and the remote one held (alternated runs, BENCHMARKS.md).
    */
   RPC_CONCURRENCY: positiveInt.optional(),
   RPC_MAX_CONCURRENCY: positiveInt.default(8),

@@ -27,10 +27,9 @@
  * node); answers are counted only under the point their request was sent
  * with (`epoch`), and a window opens at the first of them once no request
  * sent under an earlier point is still out, so a window measures that point
- * alone. (Opened while earlier requests were still out, a window spent
- * their answers' time uncounted: up to three of a window's ~seven answers
- * on a node 120 ms away, more for larger batches and more in flight, so
- * both read as worse than they were.)
+ * alone. (Opened while earlier requests are still out, a window spends
+ * their answers' time without their bytes, and a point of larger batches or
+ * more in flight, which leaves more of that time, reads as worse than it is.)
  */
 export type OperatingPoint = { batch: number; inFlight: number }
 
