@@ -38,7 +38,9 @@ import { profileSpec, type ProfileName } from './chain/node-profiles.js'
  * `BENCH_INDEXER_ENV='RPC_MAX_CONCURRENCY=4 …'` sets indexer settings;
  * `BENCH_NODE_OPTIONS='serial:requestMs=5,callMs=0.1 remote:latencyMs=120,maxInFlight=4'`
  * changes a node profile's parameters (node-profiles.ts), to try the
- * transport on other nodes than the three it is published against. The
+ * transport on other nodes than the three it is published against;
+ * `BENCH_DB_LOCALE=en_US.UTF-8` creates the indexer's database with that
+ * locale (lib/indexer.ts), to try the commit on another database. The
  * results record every knob used; only a run without them is publishable.
  */
 type ChainName = 'everyday' | 'base-sized' | 'dense' | 'flood'
@@ -135,7 +137,7 @@ export const backfill: Bench = async ({ quick, cpuProfileDir }) => {
     profiles: Object.fromEntries(cases.map((c) => [c.profile, specOf(c.profile)])),
     settings: Object.keys(overrides).length === 0 ? 'indexer defaults (POLL_INTERVAL_MS=100)' : `NOT DEFAULTS: ${process.env.BENCH_INDEXER_ENV}`,
     knobs: Object.fromEntries(
-      ['BENCH_BACKFILL_CASES', 'BENCH_BACKFILL_BLOCKS', 'BENCH_BACKFILL_ROUNDS', 'BENCH_INDEXER_ENV', 'BENCH_NODE_OPTIONS'].flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])),
+      ['BENCH_BACKFILL_CASES', 'BENCH_BACKFILL_BLOCKS', 'BENCH_BACKFILL_ROUNDS', 'BENCH_INDEXER_ENV', 'BENCH_NODE_OPTIONS', 'BENCH_DB_LOCALE'].flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])),
     ),
   }
   const results: Partial<Record<CaseName, CaseResult>> = {}

@@ -32,6 +32,9 @@ import { median } from './lib/stats.js'
  *   only, as in a backfill; `tip` builds them an hour after the rows, which
  *   then fall in every window, as at the head of a chain. Unset, no window
  *   is built and the commits move none.
+ * - `BENCH_DB_LOCALE=en_US.UTF-8` creates the database with that locale
+ *   (lib/indexer.ts): what the commit costs on a database whose default
+ *   collation is not "C".
  * - `BENCH_COMMIT_PARALLEL=3` commits from that many connections at once,
  *   each taking the next four ranges (PostgreSQL CPU is then that of every
  *   backend).
@@ -174,5 +177,5 @@ export const commit: Bench = async ({ quick }) => {
     ['this process (statement building, driver)', figures.daemonUsPerRow.toFixed(1)],
     ['PostgreSQL backend', figures.postgresUsPerRow.toFixed(1)],
   ])
-  return { params: { ranges, blocksPerRange, batch: BATCH, rounds, parallel: PARALLEL, windows: process.env.BENCH_COMMIT_WINDOWS ?? 'none' }, figures, targets: [] }
+  return { params: { ranges, blocksPerRange, batch: BATCH, rounds, parallel: PARALLEL, windows: process.env.BENCH_COMMIT_WINDOWS ?? 'none', databaseLocale: process.env.BENCH_DB_LOCALE || 'server default' }, figures, targets: [] }
 }

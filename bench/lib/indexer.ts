@@ -41,12 +41,25 @@ function databaseUrlNamed(name: string): string {
   return url.toString()
 }
 
+/**
+ * The locale bench databases are created with (BENCH_DB_LOCALE, e.g.
+ * en_US.UTF-8, the default of many installs and hosted services); unset,
+ * the server's default. The locale must exist on the database's machine.
+ */
+function benchDatabaseLocale(): string | undefined {
+  const locale = process.env.BENCH_DB_LOCALE
+  if (locale === undefined || locale === '') return undefined
+  if (!/^[\w.@-]+$/.test(locale)) throw new Error(`BENCH_DB_LOCALE: a locale name such as en_US.UTF-8, got ${JSON.stringify(locale)}`)
+  return locale
+}
+
 /** A database created for one run and dropped after it (only ever one this bench created). */
 export async function createBenchDatabase(prefix: string): Promise<BenchDatabase> {
   const name = uniqueName(prefix)
   const admin = postgres(LOCAL_DATABASE_URL, { max: 1, onnotice: () => {} })
+  const locale = benchDatabaseLocale()
   try {
-    await admin.unsafe(`create database "${name}"`)
+    await admin.unsafe(`create database "${name}"${locale ? ` template template0 locale '${locale}'` : ''}`)
   } finally {
     await admin.end({ timeout: 5 })
   }

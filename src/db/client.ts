@@ -47,3 +47,22 @@ export async function pingDatabase(db: Database, timeoutMs = 2_000): Promise<boo
     clearTimeout(timer)
   }
 }
+
+/**
+ * Makes the statements of the transaction `sql` is in planned for their own
+ * parameters, each time (`plan_cache_mode`, for this transaction only).
+ *
+ * The driver prepares every statement, and after five runs PostgreSQL may
+ * keep one generic plan for all later ones, costed without the parameters'
+ * values. A commit statement reads its rows from arrays of a few rows or
+ * twenty thousand, so a generic plan has no idea of its sizes: on the
+ * commit bench, once the identifier columns compared as "C", the sixth
+ * statement on took a generic plan that joined two CTEs in a nested loop,
+ * 11.5 s a statement against 1.4 s (BENCHMARKS.md, "The database's
+ * locale"). Planning a statement that runs for a second costs a few
+ * milliseconds; the API's small reads keep their cached plans.
+ */
+export async function planForParameters(sql: postgres.TransactionSql | postgres.ReservedSql): Promise<void> {
+  await sql`set local plan_cache_mode = force_custom_plan`
+}
+

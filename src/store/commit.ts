@@ -2,7 +2,7 @@ import type postgres from 'postgres'
 import type { Hex } from 'viem'
 import { boundedReason } from '../attribution/limits.js'
 import type { AttributionRecord, BlockContext, MalformedRecord } from '../attribution/records.js'
-import type { Database } from '../db/client.js'
+import { planForParameters, type Database } from '../db/client.js'
 import { aggregateCtes } from './aggregates.js'
 import { AGGREGATED_COLUMNS, attributionInsert, suffixInsert, type AttributionRow, type SourceGroup, type UnnestInsert } from './attribution-columns.js'
 import { createEveryChainMemory, everyChainKeptIn, forgetEveryChainState, scopeCheck, writesEveryChain, type EveryChainMemory } from './every-chain.js'
@@ -106,7 +106,11 @@ export async function commitRanges(
   // the every-chain scope's state can change under a statement only once in a database's life: a second try fits
   for (let attempt = 0; attempt < 3; attempt++) {
     const everyChain = await writesEveryChain(sql, chainIds, memory)
-    const outcomes = await commitStatement(sql, results, everyChain)
+    // one statement, in a transaction of its own only so that it is planned for its arrays' sizes
+    const outcomes = await sql.begin(async (tx) => {
+      await planForParameters(tx)
+      return commitStatement(tx, results, everyChain)
+    })
     if (outcomes) return outcomes
     forgetEveryChainState(memory)
   }
@@ -114,7 +118,7 @@ export async function commitRanges(
 }
 
 /** The statement of commitRanges; undefined when the every-chain scope was not in the state assumed (nothing written). */
-async function commitStatement(sql: postgres.Sql, results: readonly RangeResult[], everyChain: boolean): Promise<CommitOutcome[] | undefined> {
+async function commitStatement(sql: postgres.TransactionSql, results: readonly RangeResult[], everyChain: boolean): Promise<CommitOutcome[] | undefined> {
   const ranges = results.map(({ job, txCount, rows }) => ({
     chain_id: job.chainId,
     from_block: job.fromBlock,

@@ -1,4 +1,5 @@
 import type postgres from 'postgres'
+import { planForParameters } from '../db/client.js'
 import { removeAttributionsAbove } from './commit.js'
 import { lockRangeReplacements } from './ranges.js'
 
@@ -15,6 +16,7 @@ export type RollbackResult = { ranges: number; attributions: number; malformed: 
 export async function rollbackAbove(sql: postgres.ReservedSql, chainId: number, ancestor: number): Promise<RollbackResult> {
   await sql`begin`
   try {
+    await planForParameters(sql)
     // a split of one of these ranges commits before this, or finds it gone
     await lockRangeReplacements(sql, chainId)
     const locked = await sql`select 1 from ranges where chain_id = ${chainId} and to_block > ${ancestor} order by from_block for update`
