@@ -3,8 +3,8 @@
 -- every index entry, unique check, sort and join of the commit compared them through the locale's rules: on a
 -- database created as en_US.UTF-8 (the default of many installs and hosted services) PostgreSQL spent 2.4 times
 -- the CPU per attribution row of the same commit under "C" (BENCHMARKS.md, "The database's locale"). The values
--- are ASCII, so their order is the same under any locale that sorts ASCII by code point, and a keyset cursor
--- (a code after another) now means the same on every database.
+-- are ASCII (but for codes that are not clean text, which now sort by code point like the rest), so the order is
+-- the one C.UTF-8 gave, and a keyset cursor (a code after another) means the same on every database.
 --
 -- Human text keeps the database's collation: a range's last error, a malformed suffix's reason, a notification's
 -- title, message and target path, a project's name.
