@@ -11,8 +11,7 @@ import {
 } from '../attribution/records.js'
 import type { Hex } from 'viem'
 import type { Rpc, ScannedBlock } from '../rpc/client.js'
-import type { ReceiptWanted } from '../rpc/batches.js'
-import type { RawReceipt, RawTransaction } from '../rpc/objects.js'
+import type { RawTransaction } from '../rpc/objects.js'
 import type { IndexedBlock } from '../store/commit.js'
 import type { RangeJob } from '../store/ranges.js'
 
@@ -124,14 +123,9 @@ export async function fetchRange(
   rpc: Rpc,
   job: RangeJob,
   entryPoints: ReadonlySet<string>,
-  options: {
-    maxRows: number
-    limitBlockFetches?: <T>(fetch: () => Promise<T>) => Promise<T>
-    /** How the candidates' receipts are asked (a worker shares requests between ranges: receipt-batches.ts); by default alone. */
-    receipts?: (wanted: readonly ReceiptWanted[]) => Promise<RawReceipt[]>
-  },
+  options: { maxRows: number; limitBlockFetches?: <T>(fetch: () => Promise<T>) => Promise<T> },
 ): Promise<FetchedRange> {
-  const { maxRows, limitBlockFetches = (fetch) => fetch(), receipts: askReceipts = rpc.receipts } = options
+  const { maxRows, limitBlockFetches = (fetch) => fetch() } = options
   const rowsByBlock = new Map<number, number>()
   let rows = 0
   // each candidate is detected as its answer is read (batches.ts): the parsed transactions are never held
@@ -160,7 +154,7 @@ export async function fetchRange(
   const malformed = found.flatMap(({ candidate, block }) => malformedOf(candidate, block))
   const needing = found.filter(({ candidate }) => needsReceipt(candidate))
   // each receipt is checked to come from the block fetched: a reorg in between is a retry, never a mix
-  const receipts = await askReceipts(
+  const receipts = await rpc.receipts(
     needing.map(({ candidate, block }) => ({
       hash: candidate.tx.hash,
       block: { number: block.number, hash: block.hash, txCount: block.txCount },

@@ -5,13 +5,10 @@ import { flagMismatch, isRangePending, recordRangeFailure, splitRange } from '..
 import type { Logger } from '../logger.js'
 import type { IndexerMetrics } from '../metrics/indexer.js'
 import type { Redis } from '../redis/client.js'
-import type { ReceiptWanted } from '../rpc/batches.js'
 import type { Rpc } from '../rpc/client.js'
-import type { RawReceipt } from '../rpc/objects.js'
 import { commitRange, type AttributionRow, type CommitOutcome, type RangeResult } from '../store/commit.js'
 import { createIndexStore } from '../store/index-store.js'
 import { createCommitBatcher } from './commit-batches.js'
-import { createReceiptBatcher } from './receipt-batches.js'
 import { BranchMismatchError, fetchRange, RangeTooDenseError, type FetchedRange } from './fetch.js'
 import type { RangeJob } from '../store/ranges.js'
 import { enqueueRanges, RANGE_QUEUE, rangeRetryDelay, type RangeQueue } from './queue.js'
@@ -53,13 +50,6 @@ export type RangeWorkerOptions = {
  */
 const RANGES_PER_BLOCK_FETCH = 4
 
-/**
- * Receipt lists a worker process asks of a chain's node at once (each may be
- * several ranges'): ranges ready while they are out wait and share the next
- * request, as commits share statements.
- */
-const RECEIPT_LISTS_IN_FLIGHT = 2
-
 export type RangeOutcome = { outcome: 'indexed' | 'stale' | 'split'; txCount: number; inserted: number }
 
 /** Resolve stage: one row per (record, distinct code), each with what the code means. */
@@ -88,8 +78,6 @@ type ProcessOptions = Omit<RangeWorkerOptions, 'connection' | 'prefix' | 'concur
   /** Where a block past MAX_RANGE_ROWS alone is indexed: one at a time per worker, so only one is held whole. */
   oneHeavyBlockAtATime?: <T>(index: () => Promise<T>) => Promise<T>
   limitBlockFetches?: <T>(fetch: () => Promise<T>) => Promise<T>
-  /** Per chain, how a range's receipts are asked (shared with other ranges': receipt-batches.ts); by default alone. */
-  receiptsOf?: (chainId: number) => ((wanted: readonly ReceiptWanted[]) => Promise<RawReceipt[]>) | undefined
   /** The aggregate stage; by default the range's own statement. */
   commit?: (result: RangeResult) => Promise<CommitOutcome>
 }
@@ -103,11 +91,9 @@ export async function processRange(job: RangeJob, options: ProcessOptions): Prom
 
   let fetched: FetchedRange
   try {
-    const receipts = options.receiptsOf?.(job.chainId)
     fetched = await fetchRange(chain.rpc, job, chain.entryPoints, {
       maxRows: options.maxRangeRows,
       ...(options.limitBlockFetches && { limitBlockFetches: options.limitBlockFetches }),
-      ...(receipts && { receipts }),
     })
   } catch (error) {
     if (error instanceof BranchMismatchError) await flagMismatch(db.$client, job)
@@ -150,13 +136,6 @@ export function createRangeWorker(options: RangeWorkerOptions) {
   // the RPC sees `concurrency` block fetches at most; the ranges in between fetch receipts and commit meanwhile
   const limitBlockFetches = pLimit(options.concurrency)
   const oneHeavyBlockAtATime = pLimit(1)
-  // per chain: the receipts of ranges ready together go in one request (fewer round trips on a remote node)
-  const receiptBatchers = new Map(
-    [...options.chains].map(([chainId, chain]) => [
-      chainId,
-      createReceiptBatcher({ fetch: chain.rpc.receipts, inFlight: RECEIPT_LISTS_IN_FLIGHT, maxRanges: options.concurrency }),
-    ]),
-  )
   const stuckAfter = options.stuckAfter ?? 5
   // the ranges this process works on, with their lock tokens, so a shutdown can hand them back
   const active = new Map<string, { job: Job<RangeJob>; token: string | undefined }>()
@@ -195,7 +174,6 @@ export function createRangeWorker(options: RangeWorkerOptions) {
           commit: commits.commit,
           enqueue: (pieces) => enqueueRanges(options.queue, pieces),
           oneHeavyBlockAtATime,
-          receiptsOf: (chainId) => receiptBatchers.get(chainId),
         })
       } catch (error) {
         // a range handed back at shutdown fails here as its connections close: not the range's failure
