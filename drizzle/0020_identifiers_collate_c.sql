@@ -1,8 +1,9 @@
 -- Hand-written. Every text column that holds an identifier (a hash, an address, a code, a registry, a window's
 -- name, an enum's value) compares byte by byte: COLLATE "C". Until now they took the database's collation, and
 -- every index entry, unique check, sort and join of the commit compared them through the locale's rules: on a
--- database created as en_US.UTF-8 (the default of many installs and hosted services) PostgreSQL spent 2.4 times
--- the CPU per attribution row of the same commit under "C" (BENCHMARKS.md, "The database's locale"). The values
+-- database created as en_US.UTF-8 (the default of many installs and hosted services) PostgreSQL spent 2.2 times
+-- the CPU per attribution row on the commit bench, and a third more on the dense backfill (BENCHMARKS.md, "The
+-- database's locale"). The values
 -- are ASCII (but for codes that are not clean text, which now sort by code point like the rest), so the order is
 -- the one C.UTF-8 gave, and a keyset cursor (a code after another) means the same on every database.
 --
