@@ -3,9 +3,9 @@
 -- every index entry, unique check, sort and join of the commit compared them through the locale's rules: on a
 -- database created as en_US.UTF-8 (the default of many installs and hosted services) PostgreSQL spent 2.2 times
 -- the CPU per attribution row on the commit bench, and a third more on the dense backfill (BENCHMARKS.md, "The
--- database's locale"). The values
--- are ASCII (but for codes that are not clean text, which now sort by code point like the rest), so the order is
--- the one C.UTF-8 gave, and a keyset cursor (a code after another) means the same on every database.
+-- database's locale"). The values are ASCII (but for codes that are not clean text, which now sort by code point
+-- like the rest), so the order is the one C.UTF-8 gave, and a keyset cursor (a code after another) means the same
+-- on every database.
 --
 -- Human text keeps the database's collation: a range's last error, a malformed suffix's reason, a notification's
 -- title, message and target path, a project's name.
