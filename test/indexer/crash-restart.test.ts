@@ -26,6 +26,22 @@ afterAll(async () => {
 const expectExact = (database: TestDatabase) => expectIndexMatchesTruth(database.db, chain.chainId, truth)
 
 /**
+ * Waits for the backfill to reach the head; if it does not, the error says
+ * why: the ranges still pending, with their failures, and what the workers
+ * printed last.
+ */
+async function waitForBackfill(database: TestDatabase, workers: RoleProcess[]) {
+  try {
+    await waitForIndexed(database.db, chain.chainId, head, 120_000)
+  } catch (error) {
+    const pending = await database.db.$client`
+      select from_block, to_block, status, attempts, last_error from ranges where status <> 'done' order by from_block limit 10`
+    const printed = workers.map((worker, i) => `worker ${i} (exit ${worker.child.exitCode ?? worker.child.signalCode}):\n${worker.output()}`)
+    throw new Error([(error as Error).message, `ranges not done: ${JSON.stringify(pending)}`, ...printed].join('\n'))
+  }
+}
+
+/**
  * Backfill with the follower in this process and workers as child processes
  * (`attribution worker`), as an operator would run them.
  */
@@ -65,19 +81,19 @@ describe('worker crashes during a backfill', () => {
       }
       worker = spawnRole('worker', workerEnv)
       try {
-        await waitForIndexed(database.db, chain.chainId, head, 120_000)
+        await waitForBackfill(database, [worker])
       } finally {
         await worker.kill('SIGTERM')
       }
       await expectExact(database)
     })
-  })
+  }, 180_000)
 
   it('two worker processes on the same queue: exact totals and rows', async () => {
     await withBackfill('two_workers', async ({ database, workerEnv }) => {
       const workers = [spawnRole('worker', workerEnv), spawnRole('worker', workerEnv)]
       try {
-        await waitForIndexed(database.db, chain.chainId, head, 120_000)
+        await waitForBackfill(database, workers)
       } finally {
         await Promise.all(workers.map((w) => w.kill('SIGTERM')))
       }
@@ -87,5 +103,5 @@ describe('worker crashes during a backfill', () => {
       expect(ranges!.pending).toBe(0)
       expect(ranges!.done).toBe(Math.ceil((head + 1) / 2))
     })
-  })
+  }, 180_000)
 })
