@@ -50,7 +50,8 @@ export async function pingDatabase(db: Database, timeoutMs = 2_000): Promise<boo
 
 /**
  * Makes the statements of the transaction `sql` is in planned for their own
- * parameters, each time (`plan_cache_mode`, for this transaction only).
+ * parameters, each time (`plan_cache_mode`, for this transaction only): the
+ * rollback, and a commit of more than a few rows (commit.ts).
  *
  * The driver prepares every statement, and after five runs PostgreSQL may
  * keep one generic plan for all later ones, costed without the parameters'
