@@ -133,8 +133,13 @@ export async function commitRanges(
 const CACHED_PLAN_MOST_ROWS = 100
 
 function isPlannedForItsRows(results: readonly RangeResult[]): boolean {
-  const sum = (count: (result: RangeResult) => number) => results.reduce((total, result) => total + count(result), 0)
-  return Math.max(sum(({ rows }) => rows.length), sum(({ blocks }) => blocks.length)) > CACHED_PLAN_MOST_ROWS
+  let rows = 0
+  let blocks = 0
+  for (const result of results) {
+    rows += result.rows.length
+    blocks += result.blocks.length
+  }
+  return Math.max(rows, blocks) > CACHED_PLAN_MOST_ROWS
 }
 
 /** The statement of commitRanges; undefined when the every-chain scope was not in the state assumed (nothing written). */
