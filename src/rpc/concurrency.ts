@@ -4,8 +4,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
  * How many requests are in flight to one node. The limit is set by the
  * operating-point search (operating-point.ts) from measured throughput;
  * here it is only enforced, halved at once on a timeout before the
- * search's next window looks again. A 429 pauses every request until its
- * Retry-After has passed; the limit after it is the search's, one below the
+ * search's next window looks again. A 429 met at the cap an earlier one set
+ * (transport.ts) pauses every request until its Retry-After has passed; the
+ * limit after a 429 is the search's, one below the
  * requests the node refused (transport.ts): halved here too, it stayed under
  * that cap until the search next moved, which with large batches could be
  * the rest of a backfill.

@@ -4,9 +4,9 @@
  * After a 429 the requests in flight are capped below what was refused;
  * after a quiet spell the cap is raised by one, since providers change
  * their limits and a busy spell passes. But a provider whose cap is fixed
- * refuses that raise every time, and its `Retry-After` pauses every request
- * of the endpoint (concurrency.ts): ~1 s in every 30 on the bench's capped
- * remote node (BENCHMARKS.md). So a raise refused within the spell after it
+ * refuses that raise every time, and each refusal holds the refused calls
+ * back for its `Retry-After` (a second, on the bench's capped remote node)
+ * and costs them an attempt. So a raise refused within the spell after it
  * doubles the spell, up to `longestMs`; a raise that lasts a whole spell
  * brings it back to `quietMs`.
  */

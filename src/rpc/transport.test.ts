@@ -233,3 +233,84 @@ describe('a node that caps the requests in flight', () => {
     expect(transport.batchSize('eth_getBlockByNumber')).toBe(20)
   })
 })
+
+describe("a 429's Retry-After", () => {
+  /**
+   * A node that holds each answer 20 ms and refuses with Retry-After: 1 the
+   * requests `refuses` picks (by arrival, from 1); `arrivals` records when
+   * each request came and whether it was refused.
+   */
+  async function refusingNode(refuses: (arrival: number, held: number) => boolean) {
+    const arrivals: Array<{ at: number; refused: boolean }> = []
+    let held = 0
+    const node = await startNode((calls, batch, res) => {
+      const refused = refuses(arrivals.length + 1, held)
+      arrivals.push({ at: performance.now(), refused })
+      if (refused) {
+        res.writeHead(429, { 'retry-after': '1', 'content-type': 'application/json' })
+        return void res.end('{"jsonrpc":"2.0","id":null,"error":{"code":-32005,"message":"too many requests"}}')
+      }
+      held++
+      setTimeout(() => {
+        held--
+        answerEach(res, calls, batch, () => ({ padding: 'x'.repeat(1_000) }))
+      }, 20)
+    })
+    return { ...node, arrivals }
+  }
+
+  /** 8 callers of 30 blocks each, 3 in flight at first, batches of 5. */
+  async function fetchThrough(nodeUrl: string) {
+    const transport = createTransport({ url: nodeUrl, timeoutMs: 5_000, maxBatchSize: 5, maxBatchBytes: 2 ** 30, concurrency: 3, maxConcurrency: 3, maxAttempts: 5 })
+    const spec = (from: number) => ({
+      method: 'eth_getBlockByNumber',
+      params: Array.from({ length: 30 }, (_, i) => [`0x${(from + i).toString(16)}`, true]),
+      paced: true,
+      readResult: (result: unknown) => (result as { padding: string }).padding.length,
+    })
+    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => transport.callMany(spec(i * 100))))
+    expect(results.flat()).toEqual(new Array(240).fill(1_000))
+    return transport
+  }
+
+  /** Requests that reached the node in the second after the `nth` refusal. */
+  function sentInTheSecondAfter(arrivals: Array<{ at: number; refused: boolean }>, nth: number) {
+    const refusal = arrivals.filter((arrival) => arrival.refused)[nth - 1]!
+    return arrivals.filter((arrival) => arrival.at > refusal.at + 5 && arrival.at < refusal.at + 900).length
+  }
+
+  it('of a node that takes one request fewer than were sent holds back only the refused calls: the requests it takes go on', async () => {
+    const node = await refusingNode((_arrival, held) => held >= 2)
+    try {
+      const transport = await fetchThrough(node.url)
+      expect(node.arrivals.filter((arrival) => arrival.refused).length).toBeGreaterThan(0)
+      expect(transport.operatingPoint.mostInFlight).toBe(2)
+      // requests at the cap the refusal set went on during the refused calls' second
+      expect(sentInTheSecondAfter(node.arrivals, 1)).toBeGreaterThan(0)
+    } finally {
+      await new Promise<void>((resolve) => node.server.close(() => resolve()))
+    }
+  })
+
+  it('met again at the cap the first one set pauses every request of the node', async () => {
+    // the first refusal is the third request; the first to come 10 ms after it (sent once it was back) is
+    // refused too: a rate limit, not one request too many
+    let firstRefusalAt: number | undefined
+    let refusedAgain = false
+    const node = await refusingNode((arrival) => {
+      if (arrival === 3) {
+        firstRefusalAt = performance.now()
+        return true
+      }
+      if (firstRefusalAt !== undefined && !refusedAgain && performance.now() > firstRefusalAt + 10) return (refusedAgain = true)
+      return false
+    })
+    try {
+      await fetchThrough(node.url)
+      expect(node.arrivals.filter((arrival) => arrival.refused).length).toBe(2)
+      expect(sentInTheSecondAfter(node.arrivals, 2)).toBe(0)
+    } finally {
+      await new Promise<void>((resolve) => node.server.close(() => resolve()))
+    }
+  })
+})

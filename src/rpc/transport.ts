@@ -215,8 +215,9 @@ export function createTransport(options: TransportOptions) {
         const positions = take()
         if (!positions) return undefined
         const epoch = search.epoch
+        const sentAt = performance.now()
         const answered = await countedOut(spec.paced, epoch, () => exchange(spec, positions, epoch))
-        for (const group of answered.failed) react(group.failure, positions.length)
+        for (const group of answered.failed) react(group.failure, positions.length, sentAt)
         return { positions, answered }
       })
     return spec.paced ? whilePacedWaited(inLine) : inLine()
@@ -268,8 +269,11 @@ export function createTransport(options: TransportOptions) {
     return answered
   }
 
-  /** What the transport learns from a failure of a request of `sent` calls. */
-  function react(failure: RpcFailure, sent: number) {
+  /** When the 429 that set the cap on the requests in flight came back. */
+  let capSetAt = Number.NEGATIVE_INFINITY
+
+  /** What the transport learns from a failure of a request of `sent` calls, sent at `sentAt`. */
+  function react(failure: RpcFailure, sent: number, sentAt: number) {
     observer.failure?.(failure.kind)
     switch (failure.kind) {
       case 'batch_limit':
@@ -281,20 +285,39 @@ export function createTransport(options: TransportOptions) {
         search.limitBatch(sizer.mostCalls())
         search.halveBatch()
         return follow()
-      case 'rate_limited':
+      case 'rate_limited': {
+        const now = performance.now()
         // more in flight than the node takes: never that many again until a quiet spell
         search.capInFlight(Math.max(1, Math.min(search.point.inFlight, limiter.inFlight + 1) - 1))
-        rateLimitSpell.refused(performance.now())
+        rateLimitSpell.refused(now)
         // the requests the node takes go as full as the bytes allow: a round trip each, and no more of them
         shareBytesOfCappedRequests()
         search.batchToMost()
         follow()
-        return limiter.rateLimited(failure.retryAfterMs)
+        const atTheNewCap = refusedAtItsCap(sentAt, now)
+        if (sentAt > capSetAt) capSetAt = now
+        // a refusal met at the cap an earlier one set: the node is over its limit even there, and every request
+        // waits out its Retry-After. A first refusal is one request more than the node takes: the cap now keeps
+        // below it, the refused calls alone wait (their attempt's backoff) and the requests it takes go on. A
+        // pause of every request there cost the capped remote node a second of each short backfill (BENCHMARKS.md).
+        if (atTheNewCap) limiter.rateLimited(failure.retryAfterMs)
+        return
+      }
       case 'timeout':
         search.halveBatch()
         follow()
         return limiter.timedOut()
     }
+  }
+
+  /**
+   * Whether a 429 to a request sent at `sentAt` was met at the cap an earlier
+   * one set: sent after that refusal came back, within a quiet spell of it.
+   * Requests already out when it came back were sent before the cap dropped:
+   * their refusals are the same burst.
+   */
+  function refusedAtItsCap(sentAt: number, now: number): boolean {
+    return sentAt > capSetAt && now - capSetAt < RATE_LIMIT_QUIET_MS
   }
 
   /** Per size key, the one-call request under way whose answer will tell the size of a call. */
