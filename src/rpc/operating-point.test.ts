@@ -115,6 +115,15 @@ describe('the operating point search converges near the best point of each kind 
     expect(search.throughput.bytesPerSecond).toBe(10_000)
   })
 
+  it('first tries the same calls over one request more: a node that caps requests in flight refuses it after one window', () => {
+    const search = createOperatingPointSearch({ start: { batch: 27, inFlight: 4 }, maxBatch: 50, maxInFlight: 8, windowMs: 100, minAnswers: 1 })
+    // the start's first window: its first answer opens it, the next closes it
+    search.answered(search.epoch, 27, 1_000, 0)
+    search.answered(search.epoch, 27, 1_000, 150)
+    expect(search.tick(150)).toBe(true)
+    expect(search.point).toEqual({ batch: 18, inFlight: 5 })
+  })
+
   it('stays within caps from push-back', () => {
     const search = createOperatingPointSearch({ start: { batch: 28, inFlight: 8 }, maxBatch: 50, maxInFlight: 8 })
     search.capInFlight(3)

@@ -54,11 +54,12 @@ export type OperatingPointOptions = {
 /** A step from the base: each coordinate down, unchanged or up. */
 type Move = { batch: -1 | 0 | 1; inFlight: -1 | 0 | 1 }
 const MOVES: readonly Move[] = [
+  // the same calls spread over more requests, or gathered into fewer: a caller that asks a range at a
+  // time has only so many requests to send, and there neither coordinate alone moves anything. Tried
+  // first: it adds no calls in flight, and one request more finds a node's cap on requests (a 429) at once
+  { batch: -1, inFlight: 1 },
   { batch: -1, inFlight: 0 },
   { batch: 0, inFlight: -1 },
-  // the same calls spread over more requests, or gathered into fewer: a caller that asks a range at a
-  // time has only so many requests to send, and there neither coordinate alone moves anything
-  { batch: -1, inFlight: 1 },
   { batch: 1, inFlight: 0 },
   { batch: 0, inFlight: 1 },
   { batch: 1, inFlight: -1 },
