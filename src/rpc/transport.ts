@@ -237,6 +237,7 @@ export function createTransport(options: TransportOptions) {
     try {
       const answered = readAnswer(spec, positions, answer)
       if (answered.done.length > 0) {
+        refusalsAtCap = 0
         liftRateLimitCap()
         if (spec.paced) measure(epoch, answered.done.length, answer.body.length)
       }
@@ -271,6 +272,8 @@ export function createTransport(options: TransportOptions) {
 
   /** When the 429 that set the cap on the requests in flight came back. */
   let capSetAt = Number.NEGATIVE_INFINITY
+  /** 429s met at the cap with no answer between: a node that names no Retry-After is left alone twice as long after each. */
+  let refusalsAtCap = 0
 
   /** What the transport learns from a failure of a request of `sent` calls, sent at `sentAt`. */
   function react(failure: RpcFailure, sent: number, sentAt: number) {
@@ -297,10 +300,11 @@ export function createTransport(options: TransportOptions) {
         const atTheNewCap = refusedAtItsCap(sentAt, now)
         if (sentAt > capSetAt) capSetAt = now
         // a refusal met at the cap an earlier one set: the node is over its limit even there, and every request
-        // waits out its Retry-After. A first refusal is one request more than the node takes: the cap now keeps
+        // waits out its Retry-After (a node that names none: the retry delay, doubled by each such refusal until
+        // an answer comes). A first refusal is one request more than the node takes: the cap now keeps
         // below it, the refused calls alone wait (their attempt's backoff) and the requests it takes go on. A
         // pause of every request there cost the capped remote node a second of each short backfill (BENCHMARKS.md).
-        if (atTheNewCap) limiter.rateLimited(failure.retryAfterMs)
+        if (atTheNewCap) limiter.rateLimited(failure.retryAfterMs ?? Math.min(10_000, retryDelayMs * 2 ** refusalsAtCap++))
         return
       }
       case 'timeout':

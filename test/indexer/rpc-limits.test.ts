@@ -130,6 +130,14 @@ it('backs off on 429 with Retry-After and indexes exactly', async () => {
   expect(proxy.limitCounts.rate_limited).toBeGreaterThan(0)
 }, 120_000)
 
+it('backs off from a node that refuses past its rate with 429 and names no Retry-After, and indexes exactly', async () => {
+  const { proxy } = await indexThrough({ rateLimit: { requests: 4, windowMs: 500 } })
+  expect(proxy.limitCounts.rate_limited).toBeGreaterThan(0)
+  // a refusal at the cap an earlier one set pauses every request, twice as long after each: 10 refusals here, where
+  // holding back only the refused calls met 23 (each window's fifth request and every one sent after it)
+  expect(proxy.limitCounts.rate_limited).toBeLessThan(16)
+}, 120_000)
+
 it('reports a range that keeps failing as stuck (gauge source, /readyz) while later ranges are indexed', async () => {
   const [database, redis] = await Promise.all([createTestDatabase('rpcstuck'), createTestRedis()])
   const badBlock = `0x${(20).toString(16)}`

@@ -33,7 +33,7 @@ export const httpFaults: readonly RpcFault[] = ['429', '500', '502', '503', 'tim
  * - maxResponseBytes: geth's batch response size limit (calls past it get -32003 "response too large");
  * - noBatches: a provider that takes single calls only (id null, -32600);
  * - msPerCall: a slow node, the answer delayed by this much per call of the request;
- * - rateLimit: at most `requests` per `windowMs`, then 429 with Retry-After `retryAfterS`;
+ * - rateLimit: at most `requests` per `windowMs`, then 429 with Retry-After `retryAfterS` (none when unset);
  * - maxLogRange: hosted providers' eth_getLogs range limit (calls over more blocks get -32005);
  * - batchBreaks: a node or proxy that fails batches of more than `over` calls without naming a limit:
  *   it drops the connection (`reset`), answers a proxy's HTML error page (`html502`), cuts the
@@ -45,7 +45,7 @@ export type RpcLimits = {
   maxResponseBytes?: number
   noBatches?: boolean
   msPerCall?: number
-  rateLimit?: { requests: number; windowMs: number; retryAfterS: number }
+  rateLimit?: { requests: number; windowMs: number; retryAfterS?: number }
   maxLogRange?: number
   batchBreaks?: { over: number; shape: BatchBreak }
 }
@@ -132,9 +132,9 @@ const rpcError = (id: RpcId, code: number, message: string): RpcAnswer => ({ jso
 const jsonReply = (body: unknown): Reply => ({ status: 200, headers: json, body: JSON.stringify(body) })
 /** The answers of a batch as a batch, the answer of a single call alone. */
 const asAsked = (batch: boolean, answers: RpcAnswer[]) => (batch ? answers : answers[0])
-const rateLimited = (retryAfterS: number): Reply => ({
+const rateLimited = (retryAfterS: number | undefined): Reply => ({
   status: 429,
-  headers: { ...json, 'retry-after': String(retryAfterS) },
+  headers: retryAfterS === undefined ? json : { ...json, 'retry-after': String(retryAfterS) },
   body: JSON.stringify(rpcError(null, 429, 'Too Many Requests')),
 })
 
