@@ -86,6 +86,8 @@ export type CallSpec<T> = {
 export function createTransport(options: TransportOptions) {
   const observer = options.observer ?? {}
   const retryDelayMs = options.retryDelayMs ?? 250
+  /** The wait before an attempt after `doublings` failed ones, when the node names none. */
+  const backoffMs = (doublings: number) => Math.min(10_000, retryDelayMs * 2 ** doublings)
   // this transport's own answer buffers: as many kept as it may have requests in flight
   const buffers = createAnswerBuffers({ kept: options.maxConcurrency, ...(options.maxAnswerBytes !== undefined && { mostBytes: options.maxAnswerBytes }) })
   const sizer = createBatchSizer({
@@ -304,7 +306,7 @@ export function createTransport(options: TransportOptions) {
         // an answer comes). A first refusal is one request more than the node takes: the cap now keeps
         // below it, the refused calls alone wait (their attempt's backoff) and the requests it takes go on. A
         // pause of every request there cost the capped remote node a second of each short backfill (BENCHMARKS.md).
-        if (atTheNewCap) limiter.rateLimited(failure.retryAfterMs ?? Math.min(10_000, retryDelayMs * 2 ** refusalsAtCap++))
+        if (atTheNewCap) limiter.rateLimited(failure.retryAfterMs ?? backoffMs(refusalsAtCap++))
         return
       }
       case 'timeout':
@@ -449,7 +451,7 @@ export function createTransport(options: TransportOptions) {
         // the check's own error (BlockNotFoundError…) tells the range job how soon to try again
         throw failure.checkFailed ?? new RpcFailure(failure.kind, `${spec.method}: ${failure.message} (after ${worst} attempts)`)
       }
-      await sleep(failure.retryAfterMs ?? Math.min(10_000, retryDelayMs * 2 ** (worst - 1)))
+      await sleep(failure.retryAfterMs ?? backoffMs(worst - 1))
     }
 
     await run(spec.params.map((_, position) => position))
