@@ -272,8 +272,6 @@ export function createTransport(options: TransportOptions) {
     return answered
   }
 
-  /** When the 429 that set the cap on the requests in flight came back. */
-  let capSetAt = Number.NEGATIVE_INFINITY
   /** 429s met at the cap with no answer between: a node that names no Retry-After is left alone twice as long after each. */
   let refusalsAtCap = 0
 
@@ -294,13 +292,11 @@ export function createTransport(options: TransportOptions) {
         const now = performance.now()
         // more in flight than the node takes: never that many again until a quiet spell
         search.capInFlight(Math.max(1, Math.min(search.point.inFlight, limiter.inFlight + 1) - 1))
-        rateLimitSpell.refused(now)
+        const atTheNewCap = rateLimitSpell.refused(now, sentAt)
         // the requests the node takes go as full as the bytes allow: a round trip each, and no more of them
         shareBytesOfCappedRequests()
         search.batchToMost()
         follow()
-        const atTheNewCap = refusedAtItsCap(sentAt, now)
-        if (sentAt > capSetAt) capSetAt = now
         // a refusal met at the cap an earlier one set: the node is over its limit even there, and every request
         // waits out its Retry-After (a node that names none: the retry delay, doubled by each such refusal until
         // an answer comes). A first refusal is one request more than the node takes: the cap now keeps
@@ -314,16 +310,6 @@ export function createTransport(options: TransportOptions) {
         follow()
         return limiter.timedOut()
     }
-  }
-
-  /**
-   * Whether a 429 to a request sent at `sentAt` was met at the cap an earlier
-   * one set: sent after that refusal came back, within a quiet spell of it.
-   * Requests already out when it came back were sent before the cap dropped:
-   * their refusals are the same burst.
-   */
-  function refusedAtItsCap(sentAt: number, now: number): boolean {
-    return sentAt > capSetAt && now - capSetAt < RATE_LIMIT_QUIET_MS
   }
 
   /** Per size key, the one-call request under way whose answer will tell the size of a call. */
