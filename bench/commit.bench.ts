@@ -6,6 +6,7 @@ import { decodeAttribution, type Attributed } from '../src/attribution/decode.js
 import type { AttributionRecord } from '../src/attribution/records.js'
 import { closeDatabase, createDatabase } from '../src/db/client.js'
 import { migrateDatabase } from '../src/db/migrate.js'
+import { attributionInsert, suffixInsert, type SourceGroup, type UnnestInsert } from '../src/store/attribution-columns.js'
 import { commitRanges, type AttributionRow, type RangeResult } from '../src/store/commit.js'
 import { createRollingWindows } from '../src/store/rolling-windows.js'
 import { insertRanges, type RangeJob } from '../src/store/ranges.js'
@@ -19,14 +20,21 @@ import { median } from './lib/stats.js'
 /**
  * The commit stage alone (issue 23.2): dense ranges (200 transactions a
  * block, half attributed, 30% of those through UserOperations, codes from a
- * busy head and a long tail of 5,000, ~0.93 rows per transaction) built in
- * memory, then committed with `commitRanges` four ranges a statement, as the
- * commit batcher does while catching up. Measured over the commits only: the
- * CPU of this process (building the statement's parameters, the driver) and
- * of the PostgreSQL backend(s) serving it, per attribution row.
+ * busy head and a long tail of 5,000, 15% with two codes: ~1.15 rows per
+ * attributed transaction) built in memory, then committed with
+ * `commitRanges` four ranges a statement, as the commit batcher does while
+ * catching up. Measured over the commits only: the CPU of this process
+ * (building the statement's parameters, the driver) and of the PostgreSQL
+ * backend(s) serving it, per attribution row.
+ *
+ * The floor, measured in the same round on a database of its own (the two
+ * take turns going first): the same rows, as the same array literals, into
+ * the same two tables and their indexes, one statement per four ranges, and
+ * nothing else (insertRowsAlone). What storing the rows costs at least; the
+ * ratio is what the aggregates, ranges and blocks cost on top.
  *
  * `BENCH_COMMIT_RANGES` / `BENCH_COMMIT_BLOCKS` change the size (default 40
- * ranges of 50 blocks, ~370k rows; quick: 8 of 10). For experiments:
+ * ranges of 50 blocks, ~230k rows; quick: 8 of 10). For experiments:
  * - `BENCH_COMMIT_WINDOWS=history` builds the rolling windows first, at
  *   today's date: the rows (of October 2025) fall in the all-time windows
  *   only, as in a backfill; `tip` builds them an hour after the rows, which
@@ -125,57 +133,115 @@ async function backendCpu(sql: import('postgres').Sql, database: string): Promis
   return pids.reduce((sum, { pid }) => sum + (cpuSecondsOf(pid) ?? 0), 0)
 }
 
+/** How a round writes the rows: the commit stage, or the rows alone (the floor). */
+type Writer = 'commit' | 'rows alone'
+
+/** Each argument of `unnest` as its array literal cast to its type, for a statement of the bench's own. */
+function unnestArguments<Source>(sql: import('postgres').Sql, insert: UnnestInsert<Source>, groups: ReadonlyArray<SourceGroup<Source>>) {
+  return insert
+    .arrays(groups)
+    .map((literal, i) => sql`${literal}::${sql.unsafe(insert.arrayTypes[i]!)}`)
+    .reduce((list, parameter) => sql`${list}, ${parameter}`)
+}
+
+/**
+ * The floor of the commit stage: the same attribution and suffix rows, four
+ * ranges a statement, as the same array literals, into the same tables and
+ * indexes (ON CONFLICT DO NOTHING, as the commit), and nothing else: no
+ * range flipped, no block, no aggregate. What storing the rows costs at
+ * least, so the aggregates' share is the commit's cost over it.
+ */
+async function insertRowsAlone(sql: import('postgres').Sql, results: readonly RangeResult[]): Promise<void> {
+  const rows = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: rows }))
+  const records = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: [...new Set(rows.map((row) => row.record))] }))
+  const columns = (insert: UnnestInsert<never>) => sql.unsafe(insert.names.map((name) => `"${name}"`).join(', '))
+  await sql`
+    with stored_rows as (
+      insert into attributions (${columns(attributionInsert)})
+      select ${sql.unsafe(attributionInsert.selectList)} from unnest(${unnestArguments(sql, attributionInsert, rows)}) as u(${columns(attributionInsert)})
+      on conflict do nothing
+      returning 1
+    ),
+    stored_suffixes as (
+      insert into attribution_suffixes (${columns(suffixInsert)})
+      select ${sql.unsafe(suffixInsert.selectList)} from unnest(${unnestArguments(sql, suffixInsert, records)}) as u(${columns(suffixInsert)})
+      on conflict do nothing
+      returning 1
+    )
+    select (select count(*) from stored_rows) as rows, (select count(*) from stored_suffixes) as suffixes`
+}
+
+type RoundFigures = { daemon: number; postgres: number; seconds: number }
+
+/** One round of one writer on a fresh database: the CPU of this process and of PostgreSQL per attribution row. */
+async function measureRound(dataset: Dataset, writer: Writer): Promise<RoundFigures> {
+  const database = await createBenchDatabase('bench_commit')
+  try {
+    await migrateDatabase(database.url)
+    // one connection per committer: their backends are the PostgreSQL side of every commit
+    const db = createDatabase({ url: database.url, poolSize: PARALLEL })
+    try {
+      await insertRanges(db.$client, dataset.results.map((result) => result.job))
+      if (WINDOWS_AT) await createRollingWindows(db.$client).ensureCurrent(WINDOWS_AT)
+      await db.$client`select 1`
+      collectGarbage()
+      const pgBefore = await backendCpu(database.sql, database.name)
+      const cpuBefore = process.cpuUsage()
+      const started = performance.now()
+      let next = 0
+      const committer = async () => {
+        for (let i = next; i < dataset.results.length; i = next) {
+          next += BATCH
+          const batch = dataset.results.slice(i, i + BATCH)
+          if (writer === 'rows alone') {
+            await insertRowsAlone(db.$client, batch)
+            continue
+          }
+          const outcomes = await commitRanges(db, batch)
+          if (!outcomes.every((outcome) => outcome.committed)) throw new Error('a range did not commit')
+        }
+      }
+      await Promise.all(Array.from({ length: PARALLEL }, committer))
+      const seconds = (performance.now() - started) / 1000
+      const cpu = process.cpuUsage(cpuBefore)
+      const pg = (await backendCpu(database.sql, database.name)) - pgBefore
+      const [stored] = await database.sql<Array<{ rows: number }>>`select count(*)::int as rows from attributions`
+      if (stored!.rows !== dataset.rows) throw new Error(`${writer}: stored ${stored!.rows} rows, expected ${dataset.rows}`)
+      return { daemon: (cpu.user + cpu.system) / dataset.rows, postgres: (pg * 1e6) / dataset.rows, seconds }
+    } finally {
+      await closeDatabase(db)
+    }
+  } finally {
+    await database.drop()
+  }
+}
+
 export const commit: Bench = async ({ quick }) => {
   const ranges = Number(process.env.BENCH_COMMIT_RANGES ?? (quick ? 8 : 40))
   const blocksPerRange = Number(process.env.BENCH_COMMIT_BLOCKS ?? (quick ? 10 : 50))
   const rounds = quick ? 1 : 3
-  const perRow: Array<{ daemon: number; postgres: number; seconds: number }> = []
+  const perRow: Record<Writer, RoundFigures[]> = { commit: [], 'rows alone': [] }
   for (let round = 0; round < rounds; round++) {
     const dataset = denseDataset(ranges, blocksPerRange, 23_2 + round)
-    const database = await createBenchDatabase('bench_commit')
-    try {
-      await migrateDatabase(database.url)
-      // one connection per committer: their backends are the PostgreSQL side of every commit
-      const db = createDatabase({ url: database.url, poolSize: PARALLEL })
-      try {
-        await insertRanges(db.$client, dataset.results.map((result) => result.job))
-        if (WINDOWS_AT) await createRollingWindows(db.$client).ensureCurrent(WINDOWS_AT)
-        await db.$client`select 1`
-        collectGarbage()
-        const pgBefore = await backendCpu(database.sql, database.name)
-        const cpuBefore = process.cpuUsage()
-        const started = performance.now()
-        let next = 0
-        const committer = async () => {
-          for (let i = next; i < dataset.results.length; i = next) {
-            next += BATCH
-            const outcomes = await commitRanges(db, dataset.results.slice(i, i + BATCH))
-            if (!outcomes.every((outcome) => outcome.committed)) throw new Error('a range did not commit')
-          }
-        }
-        await Promise.all(Array.from({ length: PARALLEL }, committer))
-        const seconds = (performance.now() - started) / 1000
-        const cpu = process.cpuUsage(cpuBefore)
-        const pg = (await backendCpu(database.sql, database.name)) - pgBefore
-        const [stored] = await database.sql<Array<{ rows: number }>>`select count(*)::int as rows from attributions`
-        if (stored!.rows !== dataset.rows) throw new Error(`stored ${stored!.rows} rows, expected ${dataset.rows}`)
-        perRow.push({ daemon: ((cpu.user + cpu.system) / dataset.rows), postgres: (pg * 1e6) / dataset.rows, seconds })
-        console.log(`commit round ${round + 1}: ${fmt(dataset.rows)} rows in ${seconds.toFixed(2)} s; µs per row: this process ${(perRow.at(-1)!.daemon).toFixed(1)}, PostgreSQL ${(perRow.at(-1)!.postgres).toFixed(1)}`)
-      } finally {
-        await closeDatabase(db)
-      }
-    } finally {
-      await database.drop()
+    // the floor and the commit take turns first: the machine drifts between databases more than within one
+    const writers: Writer[] = round % 2 === 0 ? ['commit', 'rows alone'] : ['rows alone', 'commit']
+    for (const writer of writers) {
+      const figures = await measureRound(dataset, writer)
+      perRow[writer].push(figures)
+      console.log(
+        `commit round ${round + 1}, ${writer}: ${fmt(dataset.rows)} rows in ${figures.seconds.toFixed(2)} s; µs per row: this process ${figures.daemon.toFixed(1)}, PostgreSQL ${figures.postgres.toFixed(1)}`,
+      )
     }
   }
-  const figures = {
-    daemonUsPerRow: median(perRow.map((r) => r.daemon)),
-    postgresUsPerRow: median(perRow.map((r) => r.postgres)),
-    secondsPerRound: median(perRow.map((r) => r.seconds)),
-  }
-  printTable('commit: CPU per attribution row (medians)', ['process', 'µs per row'], [
-    ['this process (statement building, driver)', figures.daemonUsPerRow.toFixed(1)],
-    ['PostgreSQL backend', figures.postgresUsPerRow.toFixed(1)],
+  const medians = (writer: Writer) => ({
+    daemonUsPerRow: median(perRow[writer].map((r) => r.daemon)),
+    postgresUsPerRow: median(perRow[writer].map((r) => r.postgres)),
+    secondsPerRound: median(perRow[writer].map((r) => r.seconds)),
+  })
+  const figures = { ...medians('commit'), rowsAlone: medians('rows alone'), postgresRatioToRowsAlone: median(perRow.commit.map((r, i) => r.postgres / perRow['rows alone'][i]!.postgres)) }
+  printTable('commit: CPU per attribution row (medians)', ['process', 'commit µs per row', 'rows alone µs per row (floor)', 'ratio'], [
+    ['this process (statement building, driver)', figures.daemonUsPerRow.toFixed(1), figures.rowsAlone.daemonUsPerRow.toFixed(1), ''],
+    ['PostgreSQL backend', figures.postgresUsPerRow.toFixed(1), figures.rowsAlone.postgresUsPerRow.toFixed(1), `${figures.postgresRatioToRowsAlone.toFixed(2)}×`],
   ])
   return { params: { ranges, blocksPerRange, batch: BATCH, rounds, parallel: PARALLEL, windows: process.env.BENCH_COMMIT_WINDOWS ?? 'none', databaseLocale: process.env.BENCH_DB_LOCALE || 'server default' }, figures, targets: [] }
 }

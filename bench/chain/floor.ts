@@ -47,6 +47,8 @@ export type FloorResult = {
   refused: number
   batchSize: number
   concurrency: number
+  /** CPU of this process over the run (the client and what it parses; the bench does nothing else meanwhile), s. */
+  clientCpuSeconds: number
 }
 
 type Block = { number: string; transactions: unknown[] }
@@ -136,8 +138,19 @@ export async function measureFloor(options: FloorOptions): Promise<FloorResult> 
   }
   if (options.flush !== false) flushDirtyPages()
   const started = performance.now()
+  const cpuBefore = process.cpuUsage()
   await Promise.all(Array.from({ length: options.concurrency }, () => worker()))
-  return { ms: performance.now() - started, blocks, transactions, requests, refused, batchSize: options.batchSize, concurrency: options.concurrency }
+  const cpu = process.cpuUsage(cpuBefore)
+  return {
+    ms: performance.now() - started,
+    blocks,
+    transactions,
+    requests,
+    refused,
+    batchSize: options.batchSize,
+    concurrency: options.concurrency,
+    clientCpuSeconds: (cpu.user + cpu.system) / 1e6,
+  }
 }
 
 export type SweepPoint = { batchSize: number; concurrency: number; txPerSecond: number; refused: number }

@@ -140,6 +140,7 @@ function summarise(spec: CaseSpec, truth: ChainTruth, sweep: Sweep, rounds: Roun
   const busy = (seconds: number) => `${fmt((100 * seconds) / cpu.windowSeconds)}%`
   const machineSeconds = cpu.daemon + cpu.postgres + cpu.node + cpu.bench
   const nodePerMillion = { daemon: perMillion(medianOf((r) => nodeSecondsOf(r.pipeline)), transactions), floor: perMillion(medianOf((r) => r.floorNode.seconds), transactions) }
+  const floorClientCpu = medianOf((r) => r.floor.clientCpuSeconds)
   const peakRss = Math.max(...rounds.map((r) => r.pipeline.peakRssBytes))
   const allEqual = rounds.every((r) => r.pipeline.verification.equal)
   const microsPerRow = (seconds: number) => (truth.attributionRows > 0 ? fmt((seconds * 1e6) / truth.attributionRows, 1) : '—')
@@ -174,6 +175,7 @@ function summarise(spec: CaseSpec, truth: ChainTruth, sweep: Sweep, rounds: Roun
       ['replay node process', fmt(cpu.node, 2), fmt(perMillion(cpu.node, transactions), 2), microsPerRow(cpu.node)],
       ['bench (progress polls)', fmt(cpu.bench, 2), fmt(perMillion(cpu.bench, transactions), 2), microsPerRow(cpu.bench)],
       [`all of them, of the machine's ${availableParallelism()} cores`, fmt(machineSeconds, 2), '', '', `${fmt((100 * machineSeconds) / cpu.windowSeconds / availableParallelism())}%`],
+      ["the floor's client (this process, its run: requests and JSON.parse)", fmt(floorClientCpu, 2), fmt(perMillion(floorClientCpu, transactions), 2), microsPerRow(floorClientCpu)],
       [`node cost, daemon's requests${spec.profile.name === 'serial' ? ' (incl. modelled thread)' : ''}`, '', fmt(nodePerMillion.daemon, 2), ''],
       [`node cost, the floor's requests${spec.profile.name === 'serial' ? ' (incl. modelled thread)' : ''}`, '', fmt(nodePerMillion.floor, 2), ''],
     ],
