@@ -6,8 +6,8 @@ import { decodeAttribution, type Attributed } from '../src/attribution/decode.js
 import type { AttributionRecord } from '../src/attribution/records.js'
 import { closeDatabase, createDatabase } from '../src/db/client.js'
 import { migrateDatabase } from '../src/db/migrate.js'
-import { attributionInsert, suffixInsert, type SourceGroup, type UnnestInsert } from '../src/store/attribution-columns.js'
-import { commitRanges, type AttributionRow, type RangeResult } from '../src/store/commit.js'
+import { attributionInsert, suffixInsert, type UnnestInsert } from '../src/store/attribution-columns.js'
+import { commitRanges, unnestRows, type AttributionRow, type RangeResult } from '../src/store/commit.js'
 import { createRollingWindows } from '../src/store/rolling-windows.js'
 import { insertRanges, type RangeJob } from '../src/store/ranges.js'
 import { createRandom } from '../devnet/random.js'
@@ -136,14 +136,6 @@ async function backendCpu(sql: import('postgres').Sql, database: string): Promis
 /** How a round writes the rows: the commit stage, or the rows alone (the floor). */
 type Writer = 'commit' | 'rows alone'
 
-/** Each argument of `unnest` as its array literal cast to its type, for a statement of the bench's own. */
-function unnestArguments<Source>(sql: import('postgres').Sql, insert: UnnestInsert<Source>, groups: ReadonlyArray<SourceGroup<Source>>) {
-  return insert
-    .arrays(groups)
-    .map((literal, i) => sql`${literal}::${sql.unsafe(insert.arrayTypes[i]!)}`)
-    .reduce((list, parameter) => sql`${list}, ${parameter}`)
-}
-
 /**
  * The floor of the commit stage: the same attribution and suffix rows, four
  * ranges a statement, as the same array literals, into the same tables and
@@ -158,13 +150,13 @@ async function insertRowsAlone(sql: import('postgres').Sql, results: readonly Ra
   await sql`
     with stored_rows as (
       insert into attributions (${columns(attributionInsert)})
-      select ${sql.unsafe(attributionInsert.selectList)} from unnest(${unnestArguments(sql, attributionInsert, rows)}) as u(${columns(attributionInsert)})
+      select ${sql.unsafe(attributionInsert.selectList)} from ${unnestRows(sql, attributionInsert, rows)}
       on conflict do nothing
       returning 1
     ),
     stored_suffixes as (
       insert into attribution_suffixes (${columns(suffixInsert)})
-      select ${sql.unsafe(suffixInsert.selectList)} from unnest(${unnestArguments(sql, suffixInsert, records)}) as u(${columns(suffixInsert)})
+      select ${sql.unsafe(suffixInsert.selectList)} from ${unnestRows(sql, suffixInsert, records)}
       on conflict do nothing
       returning 1
     )

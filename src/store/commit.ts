@@ -33,7 +33,7 @@ const RETURNED_COLUMNS = AGGREGATED_COLUMNS.map((name) => `"${name}"`).join(', '
  * number, and PostgreSQL reads each value with its column type's input
  * function (no JSON document to parse and walk).
  */
-function unnestRows<Source>(sql: Sql, insert: UnnestInsert<Source>, groups: ReadonlyArray<SourceGroup<Source>>) {
+export function unnestRows<Source>(sql: Sql, insert: UnnestInsert<Source>, groups: ReadonlyArray<SourceGroup<Source>>) {
   const arrays = insert.arrays(groups)
   const parameters = arrays
     .map((literal, i) => sql`${literal}::${sql.unsafe(insert.arrayTypes[i]!)}`)
