@@ -474,16 +474,29 @@ const calm: ChaosSettings = { faultRate: 0, faults: httpFaults, laggingShare: 0,
 function chaoticPool(random: Random, node: Node, counts: ProxyCounts) {
   let settings: ChaosSettings = { ...calm }
   let turn = 0
+  /** Requests, and faults given them, since faultRate was last set. */
+  let requests = 0
+  let faulted = 0
   /** Answers seen that two results of one method could be traded in. */
   let swappable = 0
   return {
     set(next: Partial<ChaosSettings>) {
+      if (next.faultRate !== undefined && next.faultRate !== settings.faultRate) requests = faulted = 0
       settings = { ...settings, ...next }
     },
 
-    /** A fault for a share faultRate of requests; the kinds in turn rather than at random, so each shows up even in a short run. */
+    /**
+     * A fault for a share faultRate of requests, drawn, and never fewer than that share of the
+     * requests so far; the kinds in turn rather than at random. So each kind shows up even in a short
+     * run: a backfill that a few dozen large batches serve drew 6 faults in 63 requests at 20%, and
+     * two of the eight kinds never came.
+     */
     fault(): RpcFault {
-      return random.next() < settings.faultRate ? settings.faults[turn++ % settings.faults.length]! : 'ok'
+      requests++
+      const drawn = random.next() < settings.faultRate
+      if (!drawn && faulted >= Math.floor(settings.faultRate * requests)) return 'ok'
+      faulted++
+      return settings.faults[turn++ % settings.faults.length]!
     },
 
     retryAfterS: () => Math.floor(random.next() * 2),
