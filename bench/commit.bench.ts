@@ -7,7 +7,7 @@ import type { AttributionRecord } from '../src/attribution/records.js'
 import { closeDatabase, createDatabase } from '../src/db/client.js'
 import { migrateDatabase } from '../src/db/migrate.js'
 import { attributionInsert, suffixInsert, type UnnestInsert } from '../src/store/attribution-columns.js'
-import { commitRanges, unnestRows, type AttributionRow, type RangeResult } from '../src/store/commit.js'
+import { commitRanges, recordsOf, unnestRows, type AttributionRow, type RangeResult } from '../src/store/commit.js'
 import { createRollingWindows } from '../src/store/rolling-windows.js'
 import { insertRanges, type RangeJob } from '../src/store/ranges.js'
 import { createRandom } from '../devnet/random.js'
@@ -145,7 +145,7 @@ type Writer = 'commit' | 'rows alone'
  */
 async function insertRowsAlone(sql: import('postgres').Sql, results: readonly RangeResult[]): Promise<void> {
   const rows = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: rows }))
-  const records = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: [...new Set(rows.map((row) => row.record))] }))
+  const records = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: recordsOf(rows) }))
   const columns = (insert: UnnestInsert<never>) => sql.unsafe(insert.names.map((name) => `"${name}"`).join(', '))
   await sql`
     with stored_rows as (

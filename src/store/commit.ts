@@ -42,7 +42,7 @@ export function unnestRows<Source>(sql: Sql, insert: UnnestInsert<Source>, group
 }
 
 /** Each attributed transaction or UserOperation of the rows, once: its suffix is stored once, not per code. */
-function recordsOf(rows: readonly AttributionRow[]): AttributionRecord[] {
+export function recordsOf(rows: readonly AttributionRow[]): AttributionRecord[] {
   const records: AttributionRecord[] = []
   for (const row of rows) if (records.at(-1) !== row.record) records.push(row.record)
   return records
