@@ -85,6 +85,101 @@ afterAll(async () => {
   await database?.drop()
 })
 
+/**
+ * One attributed transaction of `code`, committed by the real commit
+ * statement as a worker would run it, for a block far above the test chain's.
+ */
+async function commitOneAttribution(code: string, txHash: `0x${string}`, block: number, timeMs: number) {
+  const job = { chainId: chain.chainId, fromBlock: block, toBlock: block, parentHash: `0x${'01'.repeat(32)}` as const, toHash: `0x${'02'.repeat(32)}` as const }
+  await database.db.$client`insert into ranges (chain_id, from_block, to_block, parent_hash, to_hash) values (${job.chainId}, ${block}, ${block}, ${job.parentHash}, ${job.toHash})`
+  const attribution = { kind: 'attributed' as const, schemaId: 0 as const, codes: [code], entries: [{ code, role: 'service' as const, valid: true }], suffix: '0x00' as const, suffixBytes: 1, suffixGas: 4 }
+  return commitRange(database.db, {
+    job,
+    blocks: [],
+    txCount: 1,
+    rows: [{
+      code,
+      record: {
+        kind: 'transaction', txHash, txIndex: 0, blockNumber: block, blockHash: job.toHash, blockTimestamp: Math.floor(timeMs / 1000),
+        userOpIndex: -1, userOpHash: undefined, sender: chain.wallets.traffic[0]!.address, target: null, status: 'success', actualGasCost: undefined,
+        attribution: attribution as never,
+      },
+      resolution: { status: 'registered', wallet: null, registry: null },
+    }],
+    malformed: [],
+  })
+}
+
+/** A chart's legend as numbers by series label (uPlot writes `1,234`; `--` would be NaN). */
+async function legendOf(on: Page, chart: string) {
+  const rows = await on.locator(`${chart} .u-legend .u-series`).evaluateAll((series) =>
+    series.slice(1).map((row) => [row.querySelector('.u-label')?.textContent ?? '', row.querySelector('.u-value')?.textContent ?? '']),
+  )
+  return Object.fromEntries(rows.map(([label, value]) => [label, Number(value!.replace(/,/g, ''))]))
+}
+
+type Layout = {
+  viewport: number
+  cut: string[]
+  scrolled: string[]
+  truncated: string[]
+  uneven: Array<[string, number, number]>
+  wrappedTimes: number
+  duplicateRows: string[]
+  leaderboardRows: number
+  legends: Record<string, string[]>
+}
+
+/**
+ * What a reader would see as broken, measured in the page (its source is a
+ * string: this project compiles without the DOM's types). An element is cut
+ * off when the part of it that its clipping ancestors (a scroll box, an
+ * ellipsis cell) let through reaches past the viewport; a scroll box that
+ * scrolls sideways or a cell cut short hides part of a table.
+ */
+const LAYOUT_PROBE = `(() => {
+  const viewport = document.documentElement.clientWidth
+  const name = (el) => (el.id ? '#' + el.id : el.tagName.toLowerCase() + (typeof el.className === 'string' && el.className ? '.' + el.className.trim().split(/\\s+/).join('.') : '')) + ' in #' + (el.parentElement?.closest('[id]')?.id ?? 'page')
+  const shown = (el) => {
+    const style = getComputedStyle(el)
+    const box = el.getBoundingClientRect()
+    return style.visibility !== 'hidden' && style.display !== 'none' && box.width > 0 && box.height > 0
+  }
+  const cut = []
+  for (const el of document.body.querySelectorAll('*')) {
+    if (!shown(el)) continue
+    let { left, right } = el.getBoundingClientRect()
+    for (let parent = el.parentElement; parent && parent !== document.body; parent = parent.parentElement) {
+      if (getComputedStyle(parent).overflowX === 'visible') continue
+      const box = parent.getBoundingClientRect()
+      left = Math.max(left, box.left)
+      right = Math.min(right, box.right)
+    }
+    if (right - left < 1) continue
+    if (left < -0.5 || right > viewport + 0.5) cut.push(name(el) + ' spans ' + Math.round(left) + '..' + Math.round(right))
+  }
+  const scrolled = [...document.querySelectorAll('.scroll')].filter((el) => shown(el) && el.scrollWidth > el.clientWidth + 1).map(name)
+  const truncated = [...document.querySelectorAll('table.stack td')]
+    .filter((td) => shown(td) && td.scrollWidth > td.clientWidth + 1)
+    .map((td) => td.closest('table').id + ' row ' + td.parentElement.rowIndex + ' cell ' + (td.cellIndex + 1) + ': ' + td.textContent)
+  const uneven = [...document.querySelectorAll('table.stack')].filter(shown).map((table) => {
+    const heights = [...table.tBodies[0].rows].map((row) => Math.round(row.getBoundingClientRect().height))
+    return [table.id, Math.min(...heights), Math.max(...heights)]
+  }).filter(([, min, max]) => max - min > 1)
+  const wrappedTimes = [...document.querySelectorAll('#attributions tbody td:first-child')].filter((td) => {
+    const range = document.createRange()
+    range.selectNodeContents(td)
+    return range.getClientRects().length > 1
+  }).length
+  // the rank aside, two rows must not read the same (one code in two registries says which)
+  const rows = [...document.querySelectorAll('#leaderboard tbody tr')].map((row) => [...row.cells].slice(1).map((td) => td.innerText).join(' | '))
+  const duplicateRows = rows.filter((text, index) => rows.indexOf(text) !== index)
+  const legends = Object.fromEntries(['summary-chart', 'chart'].map((id) => [id, [...document.querySelectorAll('#' + id + ' .u-legend .u-series')].map((row) => row.querySelector('.u-value')?.textContent ?? '')]))
+  return { viewport, cut, scrolled, truncated, uneven, wrappedTimes, duplicateRows, leaderboardRows: rows.length, legends }
+})()`
+
+const layoutOf = async (on: Page) => (await on.evaluate(LAYOUT_PROBE)) as Layout
+
 const numberIn = async (selector: string) => Number(await page.locator(selector).getAttribute('data-value'))
 
 describe('dashboard page', () => {
@@ -102,21 +197,29 @@ describe('dashboard page', () => {
     expect((await request(`${api.url}/dashboard/assets/..%2Fpackage.json`)).status).toBe(404)
   })
 
-  it('shows the leaderboard the API returns', async () => {
+  it('opens the overview on the smallest window holding the index: 24 hours for traffic of the last minutes', async () => {
     await page.goto(`${api.url}/dashboard`)
-    const api7d = await request(`${api.url}/v1/analytics/leaderboard?window=7d&limit=20`)
-    expect(api7d.body.entries.length).toBeGreaterThan(3)
+    const all = await request(`${api.url}/v1/analytics/summary?window=all`)
+    const day = await request(`${api.url}/v1/analytics/summary?window=24h`)
+    expect(day.body.totals.attributions).toBe(all.body.totals.attributions)
+    expect(await page.locator('#window-select').inputValue()).toBe('24h')
+    await expect.poll(() => numberIn('#summary-attributions')).toBe(day.body.totals.attributions)
+  })
+
+  it('shows the leaderboard the API returns', async () => {
+    const api24h = await request(`${api.url}/v1/analytics/leaderboard?window=24h&limit=20`)
+    expect(api24h.body.entries.length).toBeGreaterThan(3)
     const rows = page.locator('#leaderboard tbody tr')
-    await expect.poll(() => rows.count()).toBe(api7d.body.entries.length)
+    await expect.poll(() => rows.count()).toBe(api24h.body.entries.length)
     // a registry cell shows its whole name on hover (a custom registry's address is shortened in the cell)
     const shown = await rows.evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td, i) => (i === 8 && td.title) || td.textContent)))
     type Entry = { rank: number; code: string; total: number; transactions: number; userOperations: number; reverted: number; registry: string }
     expect(shown.map((cells) => [...cells.slice(0, 6), cells[8]])).toEqual(
-      api7d.body.entries.map((entry: Entry) => [
+      api24h.body.entries.map((entry: Entry) => [
         String(entry.rank), entry.code, ...[entry.total, entry.transactions, entry.userOperations, entry.reverted].map((n) => n.toLocaleString('en-US')), entry.registry,
       ]),
     )
-    const custom = api7d.body.entries.find((entry: Entry) => entry.registry !== 'canonical')
+    const custom = api24h.body.entries.find((entry: Entry) => entry.registry !== 'canonical')
     expect(custom).toBeDefined()
     const [chainId, address] = custom.registry.split(':')
     expect(shown[custom.rank - 1]![8]).toBe(custom.registry)
@@ -135,20 +238,20 @@ describe('dashboard page', () => {
     // each RPC endpoint the fetching processes published, by host (the status already redacts the URL)
     for (const endpoint of chainStatus.endpoints ?? []) expect(text).toContain(new URL(endpoint.url).host)
 
-    const summary = await request(`${api.url}/v1/analytics/summary?window=7d`)
+    const summary = await request(`${api.url}/v1/analytics/summary?window=24h`)
     expect(summary.body.totals.attributions).toBe(truth.attributions.length)
     for (const key of ['attributions', 'transactions', 'userOperations', 'reverted', 'activeCodes', 'uniqueSenders']) {
       await expect.poll(() => numberIn(`#summary-${key}`), { message: key }).toBe(summary.body.totals[key])
     }
     // the chain filter offers the indexed chain and narrows the figures
     await page.selectOption('#chain-select', String(chain.chainId))
-    const oneChain = await request(`${api.url}/v1/analytics/summary?window=7d&chainId=${chain.chainId}`)
+    const oneChain = await request(`${api.url}/v1/analytics/summary?window=24h&chainId=${chain.chainId}`)
     await expect.poll(() => numberIn('#summary-attributions')).toBe(oneChain.body.totals.attributions)
     await page.selectOption('#chain-select', '')
   })
 
   it('lists invalid codes only when asked, flagged', async () => {
-    const withInvalid = await request(`${api.url}/v1/analytics/leaderboard?window=7d&limit=20&include=invalid`)
+    const withInvalid = await request(`${api.url}/v1/analytics/leaderboard?window=24h&limit=20&include=invalid`)
     const invalid = withInvalid.body.entries.filter((entry: { invalid: boolean }) => entry.invalid)
     expect(invalid.length).toBeGreaterThan(0)
     await page.check('#include-invalid')
@@ -173,6 +276,8 @@ describe('dashboard page', () => {
     await page.click('#search-button')
     await page.locator('#code-result').waitFor({ state: 'visible' })
     await expect.poll(() => page.locator('#code-name').textContent()).toBe(code)
+    // the code's traffic is minutes old: the view opens on its hourly 24 hours, not on 30 days of a flat line
+    expect(await page.locator('#granularity-select').inputValue()).toBe('24h')
     for (const key of ['total', 'transactions', 'userOperations', 'reverted', 'suffixGas']) {
       expect(await numberIn(`#total-${key}`), key).toBe(fromApi!.body.totals[key])
     }
@@ -187,6 +292,18 @@ describe('dashboard page', () => {
     const plotted = await page.locator('#chart .uplot canvas').evaluate((canvas) => (canvas as unknown as { width: number }).width)
     expect(plotted).toBeGreaterThan(100)
     shownCode = code
+  })
+
+  it('chart legends show the latest point without hovering', async () => {
+    await page.mouse.move(0, 0)
+    const summary = await request(`${api.url}/v1/analytics/summary?window=24h`)
+    const hourly = await request(`${api.url}/v1/analytics/codes/${encodeURIComponent(shownCode)}/hourly?window=24h`)
+    const latest = (point: { transactions: number; userOperations: number }) => ({ Transactions: point.transactions, UserOperations: point.userOperations })
+    await expect.poll(() => legendOf(page, '#summary-chart')).toEqual(latest(summary.body.series.at(-1)))
+    await expect.poll(() => legendOf(page, '#chart')).toEqual(latest(hourly.body.hourly.at(-1)))
+    // the latest hour holds this test's traffic (sent minutes ago), unless the hour turned since
+    const hour = await page.locator('#chart .u-legend .u-series:first-child .u-value').textContent()
+    expect(hour).toBe(hourly.body.hourly.at(-1).hour.slice(0, 16).replace('T', ' '))
   })
 
   it('lists the code’s attributions with working links', async () => {
@@ -211,27 +328,7 @@ describe('dashboard page', () => {
   it('shows a new commit within 2 seconds, through the stream', async () => {
     const before = await numberIn('#total-total')
     const txHash = `0x${'ab'.repeat(32)}` as const
-    const block = 1_000_000
-    const job = { chainId: chain.chainId, fromBlock: block, toBlock: block, parentHash: `0x${'01'.repeat(32)}` as const, toHash: `0x${'02'.repeat(32)}` as const }
-    await database.db.$client`insert into ranges (chain_id, from_block, to_block, parent_hash, to_hash) values (${job.chainId}, ${block}, ${block}, ${job.parentHash}, ${job.toHash})`
-    const attribution = { kind: 'attributed' as const, schemaId: 0 as const, codes: [shownCode], entries: [{ code: shownCode, role: 'service' as const, valid: true }], suffix: '0x00' as const, suffixBytes: 1, suffixGas: 4 }
-    // the real commit statement, as a worker would run it, for a block far above the test chain's
-    const outcome = await commitRange(database.db, {
-      job,
-      blocks: [],
-      txCount: 1,
-      rows: [{
-        code: shownCode,
-        record: {
-          kind: 'transaction', txHash, txIndex: 0, blockNumber: block, blockHash: job.toHash, blockTimestamp: Math.floor(Date.now() / 1000),
-          userOpIndex: -1, userOpHash: undefined, sender: chain.wallets.traffic[0]!.address, target: null, status: 'success', actualGasCost: undefined,
-          attribution: attribution as never,
-        },
-        resolution: { status: 'registered', wallet: null, registry: null },
-      }],
-      malformed: [],
-    })
-    expect(outcome).toEqual({ committed: true, inserted: 1 })
+    expect(await commitOneAttribution(shownCode, txHash, 1_000_000, Date.now())).toEqual({ committed: true, inserted: 1 })
     const row = page.locator(`#attributions tbody tr[data-key="${chain.chainId}:${txHash}:"]`)
     await row.waitFor({ timeout: 2_000 })
     expect(await row.getAttribute('class')).toBe('flash')
@@ -240,22 +337,41 @@ describe('dashboard page', () => {
     await page.screenshot({ path: `${OUTPUT_DIR}dashboard-live.png`, fullPage: true })
   })
 
-  it('fits a 420 px wide screen without sideways scrolling', async () => {
-    const narrow = await browser.newPage({ viewport: { width: 420, height: 900 } })
-    try {
-      await narrow.goto(`${api.url}/dashboard#code=${encodeURIComponent(shownCode)}`)
-      await narrow.locator('#attributions tbody tr').first().waitFor()
-      await narrow.locator('#leaderboard tbody tr').first().waitFor()
-      // evaluated in the page (no DOM types in this project's compilation)
-      const widths = await narrow.evaluate('({ scroll: document.documentElement.scrollWidth, body: document.body.scrollWidth })') as { scroll: number; body: number }
-      expect(widths.scroll).toBeLessThanOrEqual(420)
-      expect(widths.body).toBeLessThanOrEqual(420)
-      await mkdir(OUTPUT_DIR, { recursive: true })
-      await narrow.screenshot({ path: `${OUTPUT_DIR}dashboard-420.png`, fullPage: true })
-    } finally {
-      await narrow.close()
-    }
-  })
+  for (const width of [1280, 420]) {
+    it(`at ${width} px nothing is cut off: tables whole, rows even and distinct, timestamps on one line, legends with numbers`, async () => {
+      const view = await browser.newPage({ viewport: { width, height: 900 } })
+      try {
+        await view.goto(`${api.url}/dashboard#code=${encodeURIComponent(shownCode)}`)
+        await view.locator('#attributions tbody tr').first().waitFor()
+        await view.locator('#leaderboard tbody tr').first().waitFor()
+        await view.locator('#by-chain tbody tr').first().waitFor()
+        // a validated UserOperation fills the last table
+        const userOperation = truth.attributions.find((row) => row.kind === 'userOperation' && row.userOpHash && row.status === 'success')!
+        await view.selectOption('#validate-type', 'userOperation')
+        await view.fill('#validate-hash', userOperation.userOpHash!)
+        await view.click('#validate-button')
+        await view.locator('#validate-codes tbody tr').first().waitFor()
+        await view.mouse.move(0, 0)
+        await expect.poll(async () => (await layoutOf(view)).legends).toEqual({
+          'summary-chart': [expect.stringMatching(/^\d{4}-\d\d-\d\d/), expect.stringMatching(/^[\d,]+$/), expect.stringMatching(/^[\d,]+$/)],
+          chart: [expect.stringMatching(/^\d{4}-\d\d-\d\d/), expect.stringMatching(/^[\d,]+$/), expect.stringMatching(/^[\d,]+$/)],
+        })
+        const layout = await layoutOf(view)
+        expect(layout.viewport).toBe(width)
+        expect(layout.cut, 'elements cut off the viewport').toEqual([])
+        expect(layout.scrolled, 'boxes scrolling sideways').toEqual([])
+        expect(layout.truncated, 'cells cut short').toEqual([])
+        expect(layout.uneven, 'tables whose rows differ in height').toEqual([])
+        expect(layout.wrappedTimes, 'timestamps on more than one line').toBe(0)
+        expect(layout.duplicateRows, 'leaderboard rows that read alike').toEqual([])
+        expect(layout.leaderboardRows).toBeGreaterThan(3)
+        await mkdir(OUTPUT_DIR, { recursive: true })
+        await view.screenshot({ path: `${OUTPUT_DIR}dashboard-${width}.png`, fullPage: true })
+      } finally {
+        await view.close()
+      }
+    })
+  }
 
   it('redirects / to the page and serves a favicon', async () => {
     const root = await fetch(`${api.url}/`, { redirect: 'manual' })
@@ -307,7 +423,7 @@ describe('dashboard page', () => {
 
   it('a leaderboard row of a custom registry opens the code view of that registry alone, and says which', async () => {
     await page.goto(`${api.url}/dashboard`)
-    const entries = (await request(`${api.url}/v1/analytics/leaderboard?window=7d&limit=20`)).body.entries as Array<{ rank: number; code: string; registry: string }>
+    const entries = (await request(`${api.url}/v1/analytics/leaderboard?window=24h&limit=20`)).body.entries as Array<{ rank: number; code: string; registry: string }>
     const custom = entries.find((entry) => entry.registry !== 'canonical')!
     const rows = page.locator('#leaderboard tbody tr')
     await expect.poll(() => rows.count()).toBe(entries.length)
@@ -373,6 +489,21 @@ describe('dashboard page', () => {
     } finally {
       await page.unroute('**/v1/analytics/codes/*/attributions?*', withoutExplorer)
     }
+  })
+
+  it('with activity three days old, opens the overview on 7 days and the code on its hourly 7 days', async () => {
+    const threeDaysAgo = Date.now() - 3 * 86_400_000
+    expect(await commitOneAttribution(shownCode, `0x${'cd'.repeat(32)}`, 1_000_001, threeDaysAgo)).toEqual({ committed: true, inserted: 1 })
+    await page.goto(`${api.url}/dashboard#code=${encodeURIComponent(shownCode)}`)
+    await expect.poll(() => page.locator('#window-select').inputValue()).toBe('7d')
+    await expect.poll(() => page.locator('#granularity-select').inputValue()).toBe('7d')
+    const week = await request(`${api.url}/v1/analytics/summary?window=7d`)
+    await expect.poll(() => numberIn('#summary-attributions')).toBe(week.body.totals.attributions)
+    // the cards count the code's whole activity: the window runs from its first day
+    const firstDay = new Date(threeDaysAgo).toISOString().slice(0, 10)
+    const whole = await request(`${api.url}/v1/analytics/codes/${encodeURIComponent(shownCode)}?from=${firstDay}`)
+    await expect.poll(() => numberIn('#total-total')).toBe(whole.body.totals.total)
+    expect(await page.locator('#code-window').textContent()).toContain(firstDay)
   })
 
   it('loaded nothing from outside the service and raised no script errors', () => {

@@ -14,6 +14,9 @@ let chart
 let summaryChart
 let current // { code, chainId, from, to } of the code on screen
 let attributionsCursor
+/** Set once the reader picks a window or a series: from then on the page no longer fits them to the data. */
+let overviewWindowChosen = false
+let granularityChosen = false
 
 class ApiError extends Error {}
 
@@ -56,6 +59,19 @@ function cell(row, text) {
   return td
 }
 
+/**
+ * Gives each body cell its column's short label (the header's data-label):
+ * on a phone the header row is hidden and a row is a grid of labelled cells.
+ */
+function labelCells(table) {
+  const labels = [...table.querySelectorAll('thead th')].map((th) => th.dataset.label)
+  for (const row of table.tBodies[0].rows) {
+    ;[...row.cells].forEach((td, index) => {
+      if (labels[index]) td.dataset.label = labels[index]
+    })
+  }
+}
+
 /** A registry cell: `chainId:0x1234…abcd` for a custom registry (the whole name on hover), `canonical` as it is. */
 function registryCell(row, registry) {
   const match = /^(\d+):(0x[0-9a-fA-F]{40})$/.exec(registry)
@@ -84,6 +100,7 @@ function renderTotals(data) {
     }
     body.append(row)
   }
+  labelCells($('#by-chain'))
   $('#code-result').hidden = false
 }
 
@@ -92,6 +109,17 @@ function chartWidth(element) {
 }
 
 const isHourly = (times) => times.length > 1 && times[1] - times[0] < 86_400
+
+/**
+ * uPlot's legend shows `--` unless the cursor is over the chart: with no
+ * cursor it shows the latest point instead, so the figures read at a glance
+ * (and on a phone, where there is no hover). `false` keeps uPlot from firing
+ * this hook again.
+ */
+function showLatestWhenIdle(plot) {
+  const last = plot.data[0].length - 1
+  if (plot.cursor.idx == null && last >= 0) plot.setLegend({ idx: last }, false)
+}
 
 /** A two-line uPlot chart (transactions, UserOperations) over hourly or daily points; times in seconds. */
 function drawSeries(existing, element, times, transactions, userOperations, height) {
@@ -109,6 +137,7 @@ function drawSeries(existing, element, times, transactions, userOperations, heig
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
       scales: { y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
       axes: [{}, { label: hourly ? 'per hour' : 'per day' }],
+      hooks: { setLegend: [showLatestWhenIdle] },
       series: [
         { label: hourly ? 'Hour' : 'Day', value: (_u, ts) => (ts == null ? '' : new Date(ts * 1000).toISOString().slice(0, hourly ? 16 : 10).replace('T', ' ')) },
         { label: 'Transactions', stroke: '#2754c5', fill: 'rgba(39,84,197,0.08)', width: 2 },
@@ -129,6 +158,35 @@ function renderChart(points, timeOf) {
 /** A code is identified with its registry: every code route gets the same namespace (none: all added together). */
 function codeQuery(params, extra = {}) {
   return query({ chainId: params.chainId, registry: params.registry, ...extra })
+}
+
+const DAY_MS = 86_400_000
+const dayOf = (ms) => new Date(ms).toISOString().slice(0, 10)
+const activityOf = (point) => point.transactions + point.userOperations + point.reverted
+
+/**
+ * The window that fits a code's data, for a view opened with no dates: the
+ * days from its first activity in the last year to today, drawn hourly over
+ * 24 hours or 7 days when those hold all of it. On a fresh devnet everything
+ * is in the last hour, and a 30-day daily chart would be a flat line with a
+ * spike at its right edge.
+ */
+async function fitCodeWindow(params) {
+  const path = `/v1/analytics/codes/${encodeURIComponent(params.code)}`
+  const today = dayOf(Date.now())
+  const [year, day, week] = await Promise.all([
+    getJson(`${path}${codeQuery(params, { from: dayOf(Date.now() - 365 * DAY_MS), to: today })}`),
+    getJson(`${path}/hourly${codeQuery(params, { window: '24h' })}`),
+    getJson(`${path}/hourly${codeQuery(params, { window: '7d' })}`),
+  ])
+  const everything = year.totals.transactions + year.totals.userOperations + year.totals.reverted
+  // a day's senders count its reverted activity too, which its transactions and userOperations leave out
+  const firstDay = year.daily.find((point) => point.transactions + point.userOperations + point.uniqueSenders > 0)?.day
+  // nothing this year: the API's own default window
+  if (everything === 0 || !firstDay) return { params, granularity: 'daily' }
+  const held = (series) => series.hourly.reduce((sum, point) => sum + activityOf(point), 0) === everything
+  const granularity = held(day) ? '24h' : held(week) ? '7d' : 'daily'
+  return { params: { ...params, from: firstDay, to: today }, granularity }
 }
 
 async function loadCode(params) {
@@ -215,6 +273,7 @@ async function loadAttributions(params, more) {
     if (!more && known.size > 0 && !known.has(row.dataset.key)) row.classList.add('flash')
     body.append(row)
   }
+  labelCells($('#attributions'))
   attributionsCursor = page.nextCursor
   $('#attributions-more').hidden = !page.nextCursor
 }
@@ -243,7 +302,15 @@ async function showHashedCode() {
   const button = $('#search-button')
   button.disabled = true
   try {
-    await loadCode(readSearchForm())
+    let params = readSearchForm()
+    // no dates asked for and no series chosen by hand: the window that fits the code's data (the form keeps
+    // its empty dates, so the next code searched is fitted to its own data; the window is written above the cards)
+    if (!params.from && !params.to && !granularityChosen) {
+      const fitted = await fitCodeWindow(params)
+      params = fitted.params
+      $('#granularity-select').value = fitted.granularity
+    }
+    await loadCode(params)
     showError('', '#code-error')
     $('#code-result').hidden = false
   } catch (error) {
@@ -264,6 +331,20 @@ function readSearchForm() {
 }
 
 // --- leaderboard ---
+
+/** The overview's windows, smallest first. */
+const OVERVIEW_WINDOWS = ['24h', '7d', '30d', 'all']
+
+/**
+ * The smallest window holding everything indexed (24 hours on an empty
+ * index): the overview opens on it, so a fresh devnet's hour of traffic is
+ * not a spike at the edge of a week. Each window's total is one summary read
+ * from the aggregate tables.
+ */
+async function fitOverviewWindow() {
+  const totals = await Promise.all(OVERVIEW_WINDOWS.map(async (window) => (await getJson(`/v1/analytics/summary?window=${window}`)).totals.attributions))
+  return OVERVIEW_WINDOWS[totals.indexOf(totals.at(-1))]
+}
 
 function filters() {
   return { window: $('#window-select').value, chainId: $('#chain-select').value }
@@ -309,6 +390,7 @@ async function loadLeaderboard() {
     if (entry.walletAddress) wallet.title = entry.walletAddress
     body.append(row)
   }
+  labelCells($('#leaderboard'))
   $('#leaderboard-empty').hidden = data.entries.length > 0
 }
 
@@ -374,6 +456,17 @@ async function refreshOverview() {
   } catch (error) {
     showError(`Overview: ${error.message}`)
   }
+}
+
+/** The first overview: on the window that fits the data, unless the reader already chose one. */
+async function openOverview() {
+  try {
+    const fitted = await fitOverviewWindow()
+    if (!overviewWindowChosen) $('#window-select').value = fitted
+  } catch (error) {
+    showError(`Overview: ${error.message}`)
+  }
+  await refreshOverview()
 }
 
 async function refreshStatus() {
@@ -457,6 +550,7 @@ function renderValidation(result) {
     cell(row, code.walletAddress ?? '')
     body.append(row)
   }
+  labelCells($('#validate-codes'))
   $('#validate-codes').hidden = result.codes.length === 0
   $('#validate-json').textContent = JSON.stringify(result, null, 2)
   $('#validate-result').hidden = false
@@ -485,10 +579,17 @@ function start() {
     event.preventDefault()
     searchCode(readSearchForm())
   })
-  for (const control of ['#window-select', '#chain-select']) $(control).addEventListener('change', refreshOverview)
+  $('#window-select').addEventListener('change', () => {
+    overviewWindowChosen = true
+    refreshOverview()
+  })
+  $('#chain-select').addEventListener('change', refreshOverview)
   $('#include-invalid').addEventListener('change', refreshOverview)
   $('#registry-input').addEventListener('change', refreshOverview)
-  $('#granularity-select').addEventListener('change', () => current && loadCode(current).catch((error) => showError(error.message)))
+  $('#granularity-select').addEventListener('change', () => {
+    granularityChosen = true
+    if (current) loadCode(current).catch((error) => showError(error.message))
+  })
   $('#attributions-more').addEventListener('click', () => current && loadAttributions(current, true).catch((error) => showError(error.message)))
   $('#validate-form').addEventListener('submit', (event) => {
     event.preventDefault()
@@ -503,7 +604,7 @@ function start() {
   window.addEventListener('hashchange', showHashedCode)
   showHashedCode()
   refreshStatus()
-  refreshOverview()
+  openOverview()
   connectStream()
   setInterval(() => {
     if (!document.hidden) refreshStatus()
