@@ -356,6 +356,8 @@ describe('dashboard page', () => {
           'summary-chart': [expect.stringMatching(/^\d{4}-\d\d-\d\d/), expect.stringMatching(/^[\d,]+$/), expect.stringMatching(/^[\d,]+$/)],
           chart: [expect.stringMatching(/^\d{4}-\d\d-\d\d/), expect.stringMatching(/^[\d,]+$/), expect.stringMatching(/^[\d,]+$/)],
         })
+        await mkdir(OUTPUT_DIR, { recursive: true })
+        await view.screenshot({ path: `${OUTPUT_DIR}dashboard-${width}.png`, fullPage: true })
         const layout = await layoutOf(view)
         expect(layout.viewport).toBe(width)
         expect(layout.cut, 'elements cut off the viewport').toEqual([])
@@ -365,8 +367,6 @@ describe('dashboard page', () => {
         expect(layout.wrappedTimes, 'timestamps on more than one line').toBe(0)
         expect(layout.duplicateRows, 'leaderboard rows that read alike').toEqual([])
         expect(layout.leaderboardRows).toBeGreaterThan(3)
-        await mkdir(OUTPUT_DIR, { recursive: true })
-        await view.screenshot({ path: `${OUTPUT_DIR}dashboard-${width}.png`, fullPage: true })
       } finally {
         await view.close()
       }
@@ -493,7 +493,10 @@ describe('dashboard page', () => {
 
   it('with activity three days old, opens the overview on 7 days and the code on its hourly 7 days', async () => {
     const threeDaysAgo = Date.now() - 3 * 86_400_000
+    const before = (await request(`${api.url}/v1/analytics/summary?window=all`)).body.totals.attributions
     expect(await commitOneAttribution(shownCode, `0x${'cd'.repeat(32)}`, 1_000_001, threeDaysAgo)).toEqual({ committed: true, inserted: 1 })
+    // the API's answers are cached until the commit's notification reaches it
+    await expect.poll(async () => (await request(`${api.url}/v1/analytics/summary?window=all`)).body.totals.attributions).toBe(before + 1)
     await page.goto(`${api.url}/dashboard#code=${encodeURIComponent(shownCode)}`)
     await expect.poll(() => page.locator('#window-select').inputValue()).toBe('7d')
     await expect.poll(() => page.locator('#granularity-select').inputValue()).toBe('7d')

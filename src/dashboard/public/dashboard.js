@@ -213,7 +213,8 @@ async function loadCode(params) {
 
 function hashLink(text, href, onClick) {
   const link = document.createElement('a')
-  link.textContent = `${text.slice(0, 10)}…${text.slice(-6)}`
+  // enough to tell hashes apart at a glance; the whole hash is the link's title
+  link.textContent = `${text.slice(0, 8)}…${text.slice(-4)}`
   link.title = text
   link.href = href
   if (onClick) link.addEventListener('click', onClick)
