@@ -352,7 +352,7 @@ describe('dashboard page', () => {
         await view.click('#validate-button')
         await view.locator('#validate-codes tbody tr').first().waitFor()
         await view.mouse.move(0, 0)
-        await expect.poll(async () => (await layoutOf(view)).legends).toEqual({
+        await expect.poll(async () => (await layoutOf(view)).legends, { timeout: 10_000 }).toEqual({
           'summary-chart': [expect.stringMatching(/^\d{4}-\d\d-\d\d/), expect.stringMatching(/^[\d,]+$/), expect.stringMatching(/^[\d,]+$/)],
           chart: [expect.stringMatching(/^\d{4}-\d\d-\d\d/), expect.stringMatching(/^[\d,]+$/), expect.stringMatching(/^[\d,]+$/)],
         })
@@ -498,8 +498,9 @@ describe('dashboard page', () => {
     // the API's answers are cached until the commit's notification reaches it
     await expect.poll(async () => (await request(`${api.url}/v1/analytics/summary?window=all`)).body.totals.attributions).toBe(before + 1)
     await page.goto(`${api.url}/dashboard#code=${encodeURIComponent(shownCode)}`)
-    await expect.poll(() => page.locator('#window-select').inputValue()).toBe('7d')
-    await expect.poll(() => page.locator('#granularity-select').inputValue()).toBe('7d')
+    // four summary reads fit the overview, three reads the code: on a loaded machine that is more than the default second
+    await expect.poll(() => page.locator('#window-select').inputValue(), { timeout: 10_000 }).toBe('7d')
+    await expect.poll(() => page.locator('#granularity-select').inputValue(), { timeout: 10_000 }).toBe('7d')
     const week = await request(`${api.url}/v1/analytics/summary?window=7d`)
     await expect.poll(() => numberIn('#summary-attributions')).toBe(week.body.totals.attributions)
     // the cards count the code's whole activity: the window runs from its first day

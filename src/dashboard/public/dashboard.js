@@ -150,7 +150,24 @@ function drawSeries(existing, element, times, transactions, userOperations, heig
   return { plot, hourly }
 }
 
-function renderChart(points, timeOf) {
+/** Fewest buckets a fitted chart keeps, so a single active hour still has a little context before it. */
+const FITTED_MIN_POINTS = 6
+
+/**
+ * The points a chart draws: all of them for a window the reader chose; for
+ * a window fitted to the data, from one bucket before the first activity on
+ * (at least FITTED_MIN_POINTS), so the activity fills the chart instead of
+ * sitting at its right edge.
+ */
+function drawnPoints(points, fitted) {
+  if (!fitted) return points
+  const first = points.findIndex((point) => point.transactions + point.userOperations + (point.reverted ?? 0) > 0)
+  if (first < 0) return points
+  return points.slice(Math.max(0, Math.min(first - 1, points.length - FITTED_MIN_POINTS)))
+}
+
+function renderChart(allPoints, timeOf) {
+  const points = drawnPoints(allPoints, !granularityChosen)
   const times = points.map((point) => Date.parse(timeOf(point)) / 1000)
   chart = drawSeries(chart, $('#chart'), times, points.map((p) => p.transactions), points.map((p) => p.userOperations), 280)
 }
@@ -400,8 +417,9 @@ async function loadLeaderboard() {
 async function loadSummary() {
   const data = await getJson(`/v1/analytics/summary${query(filters())}`)
   for (const key of ['attributions', 'transactions', 'userOperations', 'reverted', 'activeCodes', 'uniqueSenders']) setNumber(`#summary-${key}`, data.totals[key])
-  const times = data.series.map((point) => Date.parse(point.start) / 1000)
-  summaryChart = drawSeries(summaryChart, $('#summary-chart'), times, data.series.map((p) => p.transactions), data.series.map((p) => p.userOperations), 200)
+  const points = drawnPoints(data.series, !overviewWindowChosen)
+  const times = points.map((point) => Date.parse(point.start) / 1000)
+  summaryChart = drawSeries(summaryChart, $('#summary-chart'), times, points.map((p) => p.transactions), points.map((p) => p.userOperations), 200)
 }
 
 function chainBadge(chain) {
