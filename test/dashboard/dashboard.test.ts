@@ -497,6 +497,8 @@ describe('dashboard page', () => {
     expect(await commitOneAttribution(shownCode, `0x${'cd'.repeat(32)}`, 1_000_001, threeDaysAgo)).toEqual({ committed: true, inserted: 1 })
     // the API's answers are cached until the commit's notification reaches it
     await expect.poll(async () => (await request(`${api.url}/v1/analytics/summary?window=all`)).body.totals.attributions).toBe(before + 1)
+    // a fresh page (a goto that changes only the hash would keep the one open, fitted before)
+    await page.goto('about:blank')
     await page.goto(`${api.url}/dashboard#code=${encodeURIComponent(shownCode)}`)
     // four summary reads fit the overview, three reads the code: on a loaded machine that is more than the default second
     await expect.poll(() => page.locator('#window-select').inputValue(), { timeout: 10_000 }).toBe('7d')
