@@ -69,17 +69,19 @@ export function ruleExpressions(yaml: string): string[] {
   const lines = yaml.split('\n')
   const found: string[] = []
   lines.forEach((line, index) => {
-    const match = /^(\s*)expr:\s*(.*)$/.exec(line)
+    const match = /^\s*(?:-\s+)?expr:\s*(.*)$/.exec(line)
     if (!match) return
-    const [, indent, value] = match
-    if (/^[|>][-+]?$/.test(value!)) {
+    const value = match[1]!.trim()
+    if (/^[|>][-+]?$/.test(value)) {
+      // the block is the lines indented deeper than the key (a list item's key sits after its `- `)
+      const keyColumn = line.indexOf('expr:')
       const block: string[] = []
       for (const next of lines.slice(index + 1)) {
-        if (next.trim() && next.search(/\S/) <= indent!.length) break
-        block.push(next.trim())
+        if (next.trim() && next.search(/\S/) <= keyColumn) break
+        if (next.trim()) block.push(next.trim())
       }
       found.push(block.join(' '))
-    } else found.push(value!.replace(/^(['"])(.*)\1$/, '$2'))
+    } else found.push(value.replace(/^(['"])(.*)\1$/, '$2'))
   })
   return found
 }
