@@ -108,6 +108,8 @@ function chartWidth(element) {
   return Math.max(260, element.clientWidth || 800)
 }
 
+const HOUR_TICKS = [1, 2, 3, 6, 12].map((hours) => hours * 3_600).concat([1, 2, 7, 14, 30, 91, 182, 365].map((days) => days * 86_400))
+const DAY_TICKS = HOUR_TICKS.filter((seconds) => seconds >= 86_400)
 const isHourly = (times) => times.length > 1 && times[1] - times[0] < 86_400
 
 /**
@@ -136,7 +138,8 @@ function drawSeries(existing, element, times, transactions, userOperations, heig
       height,
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
       scales: { y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
-      axes: [{}, { label: hourly ? 'per hour' : 'per day' }],
+      // ticks no finer than the buckets: a 6-hour chart of hourly points would otherwise be labelled every 15 minutes
+      axes: [{ space: 60, incrs: hourly ? HOUR_TICKS : DAY_TICKS }, { label: hourly ? 'per hour' : 'per day' }],
       hooks: { setLegend: [showLatestWhenIdle] },
       series: [
         { label: hourly ? 'Hour' : 'Day', value: (_u, ts) => (ts == null ? '' : new Date(ts * 1000).toISOString().slice(0, hourly ? 16 : 10).replace('T', ' ')) },
