@@ -260,7 +260,7 @@ describe('dashboard page', () => {
     await expect.poll(() => page.locator('#leaderboard tbody tr.invalid').count()).toBe(0)
   })
 
-  it('searches a code and shows the API’s totals and a uPlot chart of its daily series', async () => {
+  it('searches a code and shows the API’s totals and a uPlot chart of its series, hourly for minutes-old traffic', async () => {
     // the busiest code with both kinds of activity, so the chart has two lines to draw
     const leaderboard = await request(`${api.url}/v1/analytics/leaderboard?window=all&limit=100`)
     let code = ''
