@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { examplesOf, mismatches } from './examples.js'
+import { examplesOf, isComplete, mismatches } from './examples.js'
 
 /** The reader of README examples: what it takes for a step, and what it calls a match. */
 
@@ -28,10 +28,23 @@ describe('examplesOf', () => {
     const [example, ...others] = examplesOf(markdown, 'README.md')
     expect(others).toEqual([])
     expect(example!.steps).toEqual([
-      { command: "API=http://127.0.0.1:3000\ncurl -s -X POST $API/x \\\n  -d '{}'", expected: '{"a":1,"b":"c"}', line: 2 },
+      { command: 'API=http://127.0.0.1:3000', expected: undefined, line: 2 },
+      { command: "curl -s -X POST $API/x \\\n  -d '{}'", expected: '{"a":1,"b":"c"}', line: 3 },
       { command: 'curl -s $API/y', expected: undefined, line: 7 },
       { command: 'curl -s $API/z   # trailing words', expected: undefined, line: 10 },
     ])
+  })
+})
+
+describe('isComplete', () => {
+  it('sees a command through continuation lines, quotes spanning lines and command substitutions', () => {
+    expect(isComplete('curl -s $API/x')).toBe(true)
+    expect(isComplete('curl -s -X POST $API/x \\')).toBe(false)
+    expect(isComplete('curl -d "{\\"a\\":1,')).toBe(false)
+    expect(isComplete('curl -d "{\\"a\\":1,\n  \\"b\\":2}"')).toBe(true)
+    expect(isComplete('TX=$(curl -s "$API/x?d=$(date -u +%F)" | jq -r \'.a[0]\')   # it\'s the newest')).toBe(true)
+    expect(isComplete('PROJECT=$(curl -s -X POST $API/p \\\n  -d \'{}\' | jq -r .projectId)')).toBe(true)
+    expect(isComplete('PROJECT=$(curl -s -X POST $API/p \\\n  -d \'{}\'')).toBe(false)
   })
 })
 

@@ -7,9 +7,9 @@
  * - A fenced ```sh block is an example; an HTML comment `<!-- not run: why -->`
  *   on the line before it marks one that cannot run against the devnet (a
  *   real chain, Docker), and says why.
- * - A step is a run of command lines (a blank or comment line ends it); the
- *   `# → …` line after it, with its indented `#    …` continuation lines,
- *   is what the step prints, `…` standing for text left out.
+ * - A step is one command (its continuation lines included); the `# → …`
+ *   line after it, with its indented `#    …` continuation lines, is what
+ *   it prints, `…` standing for text left out.
  */
 
 export type Step = {
@@ -74,9 +74,45 @@ function stepsOf(body: string[], firstLine: number): Step[] {
     if (answer) close()
     current ??= { lines: [], line: firstLine + offset }
     current.lines.push(text)
+    // one command per step: a line that completes a command (no open quote, `$(` or trailing `\`) ends it,
+    // unless its answer follows
+    if (isComplete(current.lines.join('\n')) && !ANSWER.test(body[offset + 1] ?? '')) close()
   })
   close()
   return steps
+}
+
+/**
+ * Whether shell text is a whole command: no quote left open, every `$(`
+ * and `(` closed, no trailing backslash. Words after an unquoted `#` are a
+ * comment. Enough for the README's commands, not a shell parser.
+ */
+export function isComplete(text: string): boolean {
+  let quote: '"' | "'" | undefined
+  let depth = 0
+  for (let index = 0; index < text.length; index++) {
+    const char = text[index]!
+    if (quote === "'") {
+      if (char === "'") quote = undefined
+      continue
+    }
+    if (char === '\\') {
+      if (index === text.length - 1) return false
+      index++
+      continue
+    }
+    if (char === '#' && !quote && (index === 0 || /\s/.test(text[index - 1]!))) {
+      const newline = text.indexOf('\n', index)
+      if (newline < 0) break
+      index = newline
+      continue
+    }
+    if (char === '"') quote = quote ? undefined : '"'
+    else if (char === "'" && !quote) quote = "'"
+    else if (char === '(') depth++
+    else if (char === ')') depth--
+  }
+  return quote === undefined && depth <= 0
 }
 
 /**

@@ -44,6 +44,8 @@ let redis: TestRedis
 let scratch: string
 let settings: Record<string, string>
 let daemon: NpmStart | undefined
+/** Each step's output stays on disk when something failed, for a look at what ran. */
+let keepScratch = false
 
 beforeAll(async () => {
   ;[database, redis] = await Promise.all([createTestDatabase('readme'), createTestRedis()])
@@ -54,7 +56,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await daemon?.stop()
-  await rm(scratch, { recursive: true, force: true })
+  if (!keepScratch) await rm(scratch, { recursive: true, force: true })
   await redis?.cleanup()
   await database?.drop()
 })
@@ -100,7 +102,7 @@ async function awaitNewestAttributions(example: Example, api: string) {
   for (const [, path] of example.text.matchAll(/\$\(curl -s "\$API(\/v1\/analytics\/codes\/[^"]+\/attributions\?[^"]*)"/g)) {
     await until(
       `an attribution at ${path}`,
-      async () => ((await (await fetch(`${api}${path}`)).json()) as { attributions?: unknown[] }).attributions?.length,
+      async () => (((await (await fetch(`${api}${path}`)).json()) as { attributions?: unknown[] }).attributions?.length ?? 0) > 0,
       { timeoutMs: 150_000, intervalMs: 1_000 },
     )
   }
@@ -117,8 +119,10 @@ function failuresOf(example: Example, outcomes: Outcome[]): string[] {
 
 /** Runs one example: the steps before its `npm start` give the daemon's environment, the rest run against it. */
 async function runExample(example: Example, index: number): Promise<string[]> {
-  const steps = example.steps.map((step) => ({ ...step, command: step.command.split('\n').filter((line) => !NOT_RUN_HERE.test(line)).join('\n') }))
-  const startAt = steps.findIndex((step) => step.command.split('\n').some((line) => STARTS_DAEMON.test(line)))
+  const steps = example.steps
+    .map((step) => ({ ...step, command: step.command.split('\n').filter((line) => !NOT_RUN_HERE.test(line)).join('\n') }))
+    .filter((step) => step.command.trim() !== '')
+  const startAt = steps.findIndex((step) => STARTS_DAEMON.test(step.command))
   let env = newcomerEnvironment(settings)
   let rest = steps
   if (startAt >= 0) {
@@ -126,11 +130,11 @@ async function runExample(example: Example, index: number): Promise<string[]> {
     if (before.length > 0) env = (await runSteps(before, env, 'http://127.0.0.1:0', `${index}-before`)).env
     await daemon?.stop()
     daemon = await npmStart(env)
-    rest = steps.slice(startAt).map((step, at) => (at === 0 ? { ...step, command: step.command.split('\n').filter((line) => !STARTS_DAEMON.test(line)).join('\n') } : step))
+    rest = steps.slice(startAt + 1)
   }
   if (!daemon) throw new Error(`${example.file}:${example.line}: an example before any \`npm start\``)
   await awaitNewestAttributions(example, daemon.api)
-  const { outcomes } = await runSteps(rest.filter((step) => step.command.trim() !== ''), env, daemon.api, String(index))
+  const { outcomes } = await runSteps(rest, env, daemon.api, String(index))
   return failuresOf(example, outcomes)
 }
 
@@ -153,7 +157,8 @@ describe('README examples', () => {
       expect(examples.length).toBeGreaterThan(3)
       const failures: string[] = []
       for (const [index, example] of examples.entries()) failures.push(...(await runExample(example, index)))
-      expect(failures, failures.join('\n')).toEqual([])
+      keepScratch = failures.length > 0
+      expect(failures, `${failures.join('\n')}\n(each step's script and output: ${scratch})`).toEqual([])
     },
     600_000,
   )
