@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process'
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freePort } from '../../devnet/free-port.js'
+import { DEMO_FILE } from '../../devnet/notifications-demo.js'
 import { until } from '../support/poll.js'
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from '../support/services.js'
 import { newcomerEnvironment, npmStart, repositoryRoot, type NpmStart } from './daemon.js'
@@ -27,7 +28,9 @@ import { examplesOf, mismatches, type Example, type Step } from './examples.js'
  * - `NAME=$(command | jq -r …)` prints the command's answer too, so the
  *   answer the example shows can be compared;
  * - an example that takes a hash from a code's newest attribution runs once
- *   the devnet has sent that code one (the README says it takes a minute).
+ *   the devnet has sent that code one (the README says it takes a minute);
+ * - the clone's .devnet/notifications-demo.json, which `npm start` writes,
+ *   is put back as it was.
  */
 
 const run = promisify(execFile)
@@ -46,16 +49,22 @@ let settings: Record<string, string>
 let daemon: NpmStart | undefined
 /** Each step's output stays on disk when something failed, for a look at what ran. */
 let keepScratch = false
+/** `npm start` here writes the clone's .devnet/notifications-demo.json: whatever a developer's own run left there is put back. */
+const demoFile = join(repositoryRoot, DEMO_FILE)
+let developersDemoFile: string | undefined
 
 beforeAll(async () => {
   ;[database, redis] = await Promise.all([createTestDatabase('readme'), createTestRedis()])
   scratch = await mkdtemp(join(tmpdir(), 'readme-'))
+  developersDemoFile = await readFile(demoFile, 'utf8').catch(() => undefined)
   const [port, devnetPort] = [await freePort(), await freePort()]
   settings = { DATABASE_URL: database.url, REDIS_URL: redis.url, QUEUE_PREFIX: redis.prefix, PORT: String(port), DEVNET_PORT: String(devnetPort) }
 })
 
 afterAll(async () => {
   await daemon?.stop()
+  if (developersDemoFile === undefined) await rm(demoFile, { force: true })
+  else await writeFile(demoFile, developersDemoFile, { mode: 0o600 })
   if (!keepScratch) await rm(scratch, { recursive: true, force: true })
   await redis?.cleanup()
   await database?.drop()
@@ -148,6 +157,22 @@ describe('README examples', () => {
     expect(scripts.start).toMatch(/\bstart$/)
     expect(scripts.test).toMatch(/\bvitest run\b/)
     expect(await readFile(join(repositoryRoot, 'vitest.config.ts'), 'utf8')).toContain("'test/**/*.test.ts'")
+  })
+
+  it('README.md stays a newcomer’s page (≤ 350 lines); every docs/ page is linked from it; every relative link resolves', async () => {
+    const readme = await readFile(join(repositoryRoot, 'README.md'), 'utf8')
+    expect(readme.split('\n').length).toBeLessThanOrEqual(350)
+    const pages = (await documents()).filter((file) => file.startsWith('docs/'))
+    expect(pages.filter((page) => !readme.includes(`](${page}`))).toEqual([])
+    const broken: string[] = []
+    for (const file of await documents()) {
+      const text = await readFile(join(repositoryRoot, file), 'utf8')
+      for (const [, target] of text.matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)) {
+        if (/^[a-z]+:/.test(target!)) continue
+        await stat(join(repositoryRoot, dirname(file), target!)).catch(() => broken.push(`${file}: ${target}`))
+      }
+    }
+    expect(broken).toEqual([])
   })
 
   it(
