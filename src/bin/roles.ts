@@ -34,7 +34,8 @@ type Closer = { name: string; stage: 0 | 1 | 2; close: () => Promise<unknown> }
 /**
  * No RPC configured: a local anvil chain with generated traffic, so a
  * newcomer sees the whole pipeline work. Its traffic wallets are registered
- * so their builder codes resolve, and an audit logs ground truth vs index.
+ * so their builder codes resolve (and, in development, pin a demo app of the
+ * notification API), and an audit logs ground truth vs index.
  */
 async function startLocalDevnet(config: Config, db: Database, logger: Logger) {
   // imported here, by the one role that starts it: the devnet's contracts and traffic are no cost to any other process
@@ -44,6 +45,9 @@ async function startLocalDevnet(config: Config, db: Database, logger: Logger) {
   const devnet = await startDevnet({ logger: logger.child({ component: 'devnet' }), port: config.DEVNET_PORT, stopGraceMs: 0 })
   const registry = createRegistry({ db })
   for (const wallet of devnet.trafficWallets) await registry.register(wallet)
+  // the notification API's examples need a project, app, key and pinned wallets: seeded in development only
+  const { seedNotificationsDemo } = await import('../../devnet/notifications-demo.js')
+  await seedNotificationsDemo({ db, wallets: devnet.trafficWallets, nodeEnv: config.NODE_ENV, logger: logger.child({ component: 'devnet' }) })
   const audit = startDevnetAudit({ db, chainId: devnet.chain.chainId!, truth: devnet.truth, logger })
   return {
     chain: devnet.chain,
