@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freePort as closedPort } from '../../devnet/free-port.js'
 import { until } from '../support/poll.js'
-import { spawnRole, type RoleProcess } from '../support/processes.js'
+import { spawnRole } from '../support/processes.js'
+import { wholeOutput } from '../support/whole-output.js'
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from '../support/services.js'
 
 /**
@@ -17,14 +18,6 @@ import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis 
 const RPC_KEY = 'k3yLeAk9Zq7Xw2Vb8Nc4Md6Pf1Hs5Jt'
 const QUERY_KEY = 'qUeRy7Key4Leak2Xw9Vb'
 const DB_PASSWORD = 'dbPa55w0rdLeak8Zq'
-
-/** A process's whole output, stdout and stderr, from its first byte (spawnRole keeps only the last lines). */
-function everything(role: RoleProcess): () => string {
-  const chunks: Buffer[] = []
-  role.child.stdout!.on('data', (chunk: Buffer) => chunks.push(chunk))
-  role.child.stderr!.on('data', (chunk: Buffer) => chunks.push(chunk))
-  return () => Buffer.concat(chunks).toString('utf8')
-}
 
 function expectNoSecret(output: string) {
   for (const secret of [RPC_KEY, QUERY_KEY, DB_PASSWORD, encodeURIComponent(RPC_KEY)]) {
@@ -67,7 +60,8 @@ function traceEnv(extra: Record<string, string>): Record<string, string> {
 describe('no secret in any log line at LOG_LEVEL=trace', () => {
   it('a validation that reaches a failing node', async () => {
     const api = spawnRole('api', traceEnv({ RPC_URL: failingNodeUrl, CHAIN_ID: '8453', WS_URL: `wss://127.0.0.1:1/ws/${RPC_KEY}` }))
-    const output = everything(api)
+    const printed = wholeOutput(api)
+    const output = printed.text
     try {
       const listening = await until('the API listening', () => output().split('\n').find((line) => line.includes('"msg":"API listening"')), { timeoutMs: 30_000, describe: output })
       const apiUrl = (JSON.parse(listening) as { url: string }).url
@@ -79,28 +73,33 @@ describe('no secret in any log line at LOG_LEVEL=trace', () => {
       await until('the failed validation logged', () => /RPC of chain 8453 failed/.test(output()), { describe: output })
     } finally {
       await api.kill('SIGTERM')
+      await printed.complete
     }
     expect(output()).toContain('RPC of chain 8453 failed')
     // the URL is still told apart (host, port, route), its key blanked
     expect(output()).toMatch(/http:\/\/127\.0\.0\.1:\d+\/v2\/\*\*\*\?apikey=\*\*\*/)
     expectNoSecret(output())
-  })
+  }, 120_000)
 
   it('a dead RPC at start-up', async () => {
     const port = await closedPort()
     const follower = spawnRole('follower', traceEnv({ RPC_URL: `http://127.0.0.1:${port}/v3/${RPC_KEY}?apikey=${QUERY_KEY}`, CHAIN_ID: '8453' }))
-    const output = everything(follower)
+    const printed = wholeOutput(follower)
+    const output = printed.text
     expect(await follower.exited).toBe(78)
+    await printed.complete
     expect(output()).toContain(`RPC_URL: rpc at 127.0.0.1:${port} (ECONNREFUSED)`)
     expectNoSecret(output())
-  })
+  }, 120_000)
 
   it('a dead database URL', async () => {
     const port = await closedPort()
     const api = spawnRole('api', traceEnv({ DATABASE_URL: `postgres://postgres:${DB_PASSWORD}@127.0.0.1:${port}/x`, RPC_URL: failingNodeUrl, CHAIN_ID: '8453' }))
-    const output = everything(api)
+    const printed = wholeOutput(api)
+    const output = printed.text
     expect(await api.exited).toBe(78)
+    await printed.complete
     expect(output()).toContain(`DATABASE_URL: postgres at 127.0.0.1:${port} (ECONNREFUSED)`)
     expectNoSecret(output())
-  })
+  }, 120_000)
 })
