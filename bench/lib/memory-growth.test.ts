@@ -7,7 +7,7 @@ const MiB = 2 ** 20
 const LAST_BLOCK = 25_000
 
 /**
- * A 5M backfill as the memory bench samples it (BENCHMARKS.md, 2026-11-28):
+ * A 5M backfill as the memory bench samples it (bench/LOG.md, 2026-11-28):
  * RSS climbs from 280 to 410 MiB while V8 sizes its heap over the first 30%,
  * then holds, with each major collection's sawtooth (±50 MiB) on top; a leak
  * adds `leakBytesPerBlock` for every block indexed.

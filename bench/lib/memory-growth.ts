@@ -6,7 +6,7 @@ import { median } from './stats.js'
  *
  * The first windows of a run measure V8 sizing its heap, not a leak: RSS
  * climbs from ~300 to ~400 MiB over the first 30% of a 5M backfill and is
- * flat after (BENCHMARKS.md). The old figure (median of 10–20% against
+ * flat after (bench/LOG.md). The old figure (median of 10–20% against
  * 90–100%) caught that climb and missed in every run since 2026-11-27,
  * leak or not. So the warm-up is left out, and what is judged is the trend
  * of RSS over the rest, by block: a Theil–Sen slope (the median of the
