@@ -49,6 +49,102 @@ function serializeRequest(request: LoggedRequest) {
   return { method: request.method, url: redactUrl(request.url), host: request.host, remoteAddress: request.ip, remotePort: request.socket?.remotePort }
 }
 
+/**
+ * Configured URLs carry credentials: providers put the API key in the RPC or
+ * WebSocket URL (a path segment `/v2/<key>`, a query value, the userinfo),
+ * operators the password in DATABASE_URL and REDIS_URL. Libraries quote those
+ * URLs in their errors (viem's HttpError message, a driver's address), in
+ * causes and stacks, at any level, so no call site can be trusted to leave
+ * them out. The logger is the one place that can: every line it writes, once
+ * serialized, has each credential part of every configured URL replaced by
+ * `***` (`redactSecrets`, pino's `streamWrite` hook), and the userinfo of any
+ * URL at all.
+ */
+const REDACTED_PART = '***'
+
+/** A part shorter than this is not searched for on its own (it would blank common words); in a URL's userinfo it still goes. */
+const SHORTEST_SECRET = 4
+
+/** Every `scheme://…` in a text, up to a space, quote, comma or bracket. */
+const URL_IN_TEXT = /[a-z][a-z0-9+.-]*:\/\/[^\s"'<>,`\\]+/gi
+
+/** The userinfo of any URL in a line: `scheme://user:password@` becomes `scheme://***@`. */
+const USERINFO_IN_TEXT = /([a-z][a-z0-9+.-]*:\/\/)[^\s"'<>/@`\\]+@/gi
+
+/**
+ * A path segment, username or value that reads as a credential rather than a
+ * name: long, or mixing letters and digits (`v2`, `base-mainnet`, `postgres`
+ * stay; `oKxs8xQ3…`, `0f4e…c9` go).
+ */
+function readsAsCredential(text: string): boolean {
+  return text.length >= 24 || (text.length >= 8 && /[0-9]/.test(text) && /[A-Za-z]/.test(text))
+}
+
+function decodedOrSame(text: string): string {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return text
+  }
+}
+
+/** The credential parts of one URL: password, a key-like username, key-like path segments, secret or key-like query values, the fragment. */
+export function credentialsOf(url: string): string[] {
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    return []
+  }
+  const parts = [parsed.password]
+  if (readsAsCredential(decodedOrSame(parsed.username))) parts.push(parsed.username)
+  parts.push(...parsed.pathname.split('/').filter((segment) => readsAsCredential(decodedOrSame(segment))))
+  for (const [name, value] of parsed.searchParams) if (SECRET_PARAMETER.test(name) || readsAsCredential(value)) parts.push(value)
+  if (parsed.hash.length > 1) parts.push(parsed.hash.slice(1))
+  return parts.filter((part) => part.length > 0)
+}
+
+/** Every string inside a value: objects, arrays and maps walked (the parsed configuration holds URLs in all three). */
+function stringsIn(value: unknown, found: string[] = [], depth = 0): string[] {
+  if (typeof value === 'string') found.push(value)
+  else if (depth > 8 || value === null || typeof value !== 'object') return found
+  else if (value instanceof Map) for (const inner of value.values()) stringsIn(inner, found, depth + 1)
+  else for (const inner of Object.values(value)) stringsIn(inner, found, depth + 1)
+  return found
+}
+
+/** The URLs in the configuration (RPC, WebSocket, validation nodes, database, Redis), wherever they sit in it. */
+export function configuredUrls(config: object): string[] {
+  return stringsIn(config).flatMap((text) => text.match(URL_IN_TEXT) ?? [])
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+}
+
+/**
+ * A function that blanks the credentials of these URLs in a log line: each
+ * part as written in the URL, percent-decoded, percent-encoded and as JSON
+ * escapes it (the line is JSON), longest first.
+ */
+export function createSecretRedactor(urls: readonly string[]): (line: string) => string {
+  const forms = new Set<string>()
+  for (const part of urls.flatMap(credentialsOf)) {
+    const decoded = decodedOrSame(part)
+    for (const form of [part, decoded, encodeURIComponent(decoded)]) {
+      if (form.length < SHORTEST_SECRET) continue
+      forms.add(form)
+      forms.add(JSON.stringify(form).slice(1, -1))
+    }
+  }
+  const alternatives = [...forms].sort((a, b) => b.length - a.length).map(escapeRegExp)
+  const secrets = alternatives.length > 0 ? new RegExp(alternatives.join('|'), 'g') : undefined
+  return (line) => {
+    const withoutUserinfo = line.includes('@') ? line.replace(USERINFO_IN_TEXT, `$1${REDACTED_PART}@`) : line
+    return secrets ? withoutUserinfo.replace(secrets, REDACTED_PART) : withoutUserinfo
+  }
+}
+
 /** At most one warning or error per this long for each component and kind of error. */
 export const REPEATED_LOG_WINDOW_MS = 10_000
 const WARN_LEVEL = 40
@@ -94,11 +190,22 @@ function serializeError(error: unknown) {
   return serialized
 }
 
-export function createLogger(options: { level: string; name?: string; repeatWindowMs?: number; destination?: DestinationStream }): Logger {
+type LoggerOptions = {
+  level: string
+  name?: string
+  repeatWindowMs?: number
+  destination?: DestinationStream
+  /** URLs whose credentials never reach a line (`configuredUrls(config)`); the URLs in the environment's values are always added. */
+  secretUrls?: readonly string[]
+}
+
+export function createLogger(options: LoggerOptions): Logger {
+  const fromEnvironment = configuredUrls(process.env)
+  const redactSecrets = createSecretRedactor([...fromEnvironment, ...(options.secretUrls ?? [])])
   return pino({
     level: options.level,
     name: options.name,
-    hooks: { logMethod: createRepeatFilter(options.repeatWindowMs ?? REPEATED_LOG_WINDOW_MS) as never },
+    hooks: { logMethod: createRepeatFilter(options.repeatWindowMs ?? REPEATED_LOG_WINDOW_MS) as never, streamWrite: redactSecrets },
     redact: { paths: redactedPaths, censor: '[redacted]' },
     serializers: { req: serializeRequest, err: serializeError },
     base: { pid: process.pid },

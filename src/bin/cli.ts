@@ -62,9 +62,10 @@ async function runDaemon(command: string) {
   const config = await readConfig()
   const { limitHeapGrowth } = await import('./heap-growth.js')
   limitHeapGrowth(config.HEAP_GROWTH_PERCENT)
-  const { createLogger } = await import('../logger.js')
+  const { configuredUrls, createLogger } = await import('../logger.js')
   const { dependenciesOf, waitForDependencies } = await import('./startup.js')
-  const logger = createLogger({ level: config.LOG_LEVEL, name: `attribution:${command}` })
+  // CHAINS may be a file: the URLs it names are secrets the environment alone does not show
+  const logger = createLogger({ level: config.LOG_LEVEL, name: `attribution:${command}`, secretUrls: configuredUrls(config) })
   const roles = new Set(rolesByCommand[command])
   const indexing = roles.has('follower') || roles.has('worker')
   // a signal while starting (waiting for a dependency, deploying the devnet) needs nothing released yet

@@ -21,7 +21,7 @@ const isFullCollection = (entry: PerformanceEntry) => ((entry as { detail?: { ki
  * collections frequent and cost ~10% of the backfill's throughput, so it
  * holds only while a full collection leaves more than `freeBelowBytes` in
  * use: a small heap grows at V8's pace, a large one by `percent` at most
- * (BENCHMARKS.md). Unlike `--max-old-space-size` it is no limit, so a chain
+ * (bench/LOG.md). Unlike `--max-old-space-size` it is no limit, so a chain
  * whose ranges truly hold more is never an out-of-memory crash.
  *
  * The flag is not allowed in NODE_OPTIONS; V8 reads it at each collection,

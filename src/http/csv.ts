@@ -18,29 +18,39 @@ export function fieldColumns<Row>(...names: Array<keyof Row & string>): CsvColum
  */
 const NEEDS_QUOTES = /[",;\t\r\n]/
 
-/**
- * A formula character (= + - @, or their full-width forms) where any of those
- * readers could start a cell: at the text's start, or after a separator or
- * line break inside it — quotes do not protect there, because a reader
- * splitting on `;` sees our `,`-file's quotes only when they open one of *its*
- * cells — after any spaces and quotes (some readers trim spaces; a quoted
- * formula is still a formula).
- */
-const FORMULA_WHERE_A_CELL_STARTS = /(^|[,;\t\r\n])([ "]*)([=+\-@\uFF1D\uFF0B\uFF0D\uFF20])/g
+const FORMULA_CHARACTER = '=+\\-@\\uFF1D\\uFF0B\\uFF0D\\uFF20'
 
 /**
- * One cell. Codes and registries are written by anyone onchain. In a text
- * cell every formula character where a cell could start gets a `'` in front
- * (shown as text, never evaluated), and the cell is quoted if it holds a
- * separator or a quote: `x;=cmd|' /C calc'!A0;` is written `"x;'=cmd|' /C calc'!A0;"`,
- * which no reader splitting on `,` `;` or tab evaluates. Numbers and booleans
- * are written as they are.
+ * A text the file's own reader could act on as its cell opens: a formula
+ * character (= + - @, or their full-width forms) first, after any spaces or
+ * quotes (some readers trim spaces; a quoted formula is still a formula), or
+ * a tab or line break first, which readers strip or act on.
+ */
+const STARTS_A_FORMULA = new RegExp(`^(?:[ "]*[${FORMULA_CHARACTER}]|[\\t\\r\\n])`)
+
+/**
+ * A formula character where a reader splitting on another separator could
+ * start a cell: after a separator or line break inside the text — quotes do
+ * not protect there, because a reader splitting on `;` sees our `,`-file's
+ * quotes only when they open one of *its* cells — after any spaces and quotes.
+ */
+const FORMULA_AFTER_A_SEPARATOR = new RegExp(`([,;\\t\\r\\n])([ "]*)([${FORMULA_CHARACTER}])`, 'g')
+
+/**
+ * One cell. Codes and registries are written by anyone onchain. A text cell
+ * that could start a formula gets a single leading `'` (shown as text, never
+ * evaluated): `=1+1` is written `'=1+1`. Inside the text, a formula character
+ * where another reader's cell could start gets its own `'`, and the cell is
+ * quoted if it holds a separator or a quote: `x;=cmd|' /C calc'!A0;` is
+ * written `"x;'=cmd|' /C calc'!A0;"`, which no reader splitting on `,` `;` or
+ * tab evaluates. Numbers and booleans are written as they are.
  */
 export function csvCell(value: Cell): string {
   if (value === null || value === undefined) return ''
   if (typeof value !== 'string') return String(value)
-  const text = value.replace(FORMULA_WHERE_A_CELL_STARTS, "$1$2'$3")
-  return NEEDS_QUOTES.test(text) || text !== value ? `"${text.replaceAll('"', '""')}"` : text
+  const defused = value.replace(FORMULA_AFTER_A_SEPARATOR, "$1$2'$3")
+  const text = STARTS_A_FORMULA.test(value) ? `'${defused}` : defused
+  return NEEDS_QUOTES.test(text) ? `"${text.replaceAll('"', '""')}"` : text
 }
 
 export function toCsv<Row>(columns: readonly CsvColumn<Row>[], rows: readonly Row[]): string {

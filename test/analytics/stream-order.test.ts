@@ -85,15 +85,27 @@ describe('a hub with nobody subscribed', () => {
   it('does not read the new events (a dense backfill writes thousands a range), and a subscriber joining later gets the events after it joined', async () => {
     // a hub of its own, on a client that counts the live reads it sends
     let liveReads = 0
-    const counted = postgres(database.url, { max: 2, onnotice: () => {}, debug: (_connection, query) => void (query.includes('stream: live') && liveReads++) })
+    let newestIdReads = 0
+    const counted = postgres(database.url, {
+      max: 2,
+      onnotice: () => {},
+      debug: (_connection, query) => {
+        if (query.includes('stream: live')) liveReads++
+        if (query.includes('::float8 as latest from attribution_events')) newestIdReads++ // latestEventId
+      },
+    })
     const changes: number[] = []
     const quiet = createStreamHub({ sql: counted, maxSubscribers: 5, heartbeatMs: 60_000, logger: createLogger({ level: 'silent' }), onChange: () => changes.push(Date.now()) })
     try {
       await quiet.start()
+      // the hub read the newest id once as it started listening
+      const newestIdReadsBefore = newestIdReads
       const item = (tx: string, block: number) => ({ tx, code: 'nobody', sender: senderAddress(1), timestamp: 1_760_000_000, block })
       await commitRanges(database.db, [await cutRange(database.db, { chainId: 31, fromBlock: 1, toBlock: 1, branch: 'a', items: [item('n1', 1), item('n2', 1)] })])
       await until('the commit is noticed', () => changes.length >= 1, { timeoutMs: 30_000, intervalMs: 10 })
-      await sleep(200)
+      // the hub handled the notice: with nobody subscribed it asks for the newest id instead of reading the events,
+      // and that read is the last thing it does for this notice (a live read would come only for a subscriber)
+      await until('the hub to move its watermark to the newest id', () => newestIdReads > newestIdReadsBefore, { timeoutMs: 30_000, intervalMs: 10 })
       expect(liveReads).toBe(0)
 
       const events: AttributionEvent[] = []
@@ -219,7 +231,8 @@ describe('stream ids follow visibility', () => {
         intervalMs: 10,
       })
       client.disconnect()
-      await sleep(random.between(0, 30))
+      // a pause of random length while away, so commits land between the drop and the resume; it decides nothing
+      await sleep(random.between(0, 30)) // sleep-ok: jitter between a drop and a resume, no assertion follows from it
       await client.connect(client.lastId())
       reconnects++
     }

@@ -1,8 +1,8 @@
-import { setTimeout as sleep } from 'node:timers/promises'
 import type { Hex } from 'viem'
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest'
 import { rollbackAbove } from '../../src/store/rollback.js'
 import { insertRanges, lockRangeReplacements, splitRange } from '../../src/store/ranges.js'
+import { until } from '../support/poll.js'
 import { createTestDatabase, type TestDatabase } from '../support/services.js'
 
 /**
@@ -36,11 +36,21 @@ beforeEach(async () => {
   await insertRanges(database.db.$client, [job])
 })
 
-/** Whether `promise` is still waiting after `ms`. */
-async function stillWaiting(promise: Promise<unknown>, ms = 300): Promise<boolean> {
+/**
+ * Whether `promise` is still waiting once PostgreSQL shows a session queued
+ * on an advisory lock of this test's database (pg_locks lists every
+ * database's locks, and other test files run meanwhile): the proof it got as
+ * far as the lock. False if it settled first, i.e. did not wait.
+ */
+async function queuedBehindTheLock(promise: Promise<unknown>): Promise<boolean> {
   let settled = false
   void promise.then(() => (settled = true), () => (settled = true))
-  await sleep(ms)
+  const sql = database.db.$client
+  await until('a session queued on the chain\'s replacement lock, or the call settled', async () =>
+    settled ||
+    (await sql`select 1 from pg_locks where locktype = 'advisory' and not granted
+      and database = (select oid from pg_database where datname = current_database())`).length > 0,
+  )
   return !settled
 }
 
@@ -54,7 +64,7 @@ it('a split waits for a rollback under way, then finds its range gone and change
     await rollback`begin`
     await lockRangeReplacements(rollback, CHAIN)
     const split = splitRange(sql, job, pieces)
-    expect(await stillWaiting(split)).toBe(true)
+    expect(await queuedBehindTheLock(split)).toBe(true)
     await rollback`delete from ranges where chain_id = ${CHAIN} and to_block > 9`
     await rollback`commit`
     expect(await split).toBe(false)
@@ -75,7 +85,7 @@ it('a rollback waits for a split under way, then removes its pieces too', async 
     await split`begin`
     await lockRangeReplacements(split, CHAIN)
     const rollback = rollbackAbove(rolling, CHAIN, 9)
-    expect(await stillWaiting(rollback)).toBe(true)
+    expect(await queuedBehindTheLock(rollback)).toBe(true)
     await split`update ranges set to_block = 14, to_hash = ${hash(14)} where chain_id = ${CHAIN} and from_block = 10`
     await insertRanges(split, [pieces[1]!])
     await split`commit`
