@@ -1,6 +1,4 @@
 import { connect } from 'node:net'
-import postgres from 'postgres'
-import { Redis } from 'ioredis'
 import { rpcUrlsOf, type ChainConfig } from '../config/chains.js'
 import type { Config } from '../config/env.js'
 import { REPEATED_LOG_WINDOW_MS, type Logger } from '../logger.js'
@@ -60,6 +58,8 @@ function postgresDependency(url: string): Dependency {
     variable: 'DATABASE_URL',
     address: hostPort(url, 5432),
     async probe() {
+      // each driver is loaded by the probe that uses it: `validate` and `migrate` never load ioredis
+      const { default: postgres } = await import('postgres')
       const sql = postgres(url, { max: 1, connect_timeout: 3, onnotice: () => {}, idle_timeout: 1 })
       try {
         await sql`select 1`
@@ -83,6 +83,7 @@ function redisDependency(url: string): Dependency {
     variable: 'REDIS_URL',
     address: hostPort(url, 6379),
     async probe() {
+      const { Redis } = await import('ioredis')
       const redis = new Redis(url, { lazyConnect: true, connectTimeout: 3_000, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false })
       // connect() rejects with "Connection is closed."; the socket's own error (ECONNREFUSED …) comes as an event
       let socketError: Error | undefined
