@@ -7,46 +7,9 @@
 // then the sources run through tsx instead (a dev dependency), so `npm start`, the tests that spawn
 // this command and a quick try after an edit always run the code as it is now. `npm run build`
 // makes it fast again. An image or install without the sources runs dist/ as it is.
-import { readdirSync, statSync } from 'node:fs'
-import { dirname, join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
-
-const root = join(dirname(fileURLToPath(import.meta.url)), '..')
-/** Written last by bin/build.mjs: its time is the build's. */
-const builtStamp = join(root, 'dist', 'BUILT')
-/** What the build reads: a change to any of them makes dist/ stale (tests are not compiled). */
-const SOURCE_DIRS = ['src', 'devnet', 'drizzle']
-const SOURCE_FILES = ['tsconfig.json', 'tsconfig.build.json']
-
-function modifiedAt(path) {
-  try {
-    return statSync(path).mtimeMs
-  } catch {
-    return undefined
-  }
-}
-
-/** The newest change among the sources, or undefined when there are none (an image ships dist/ alone). */
-function newestSourceChange() {
-  let newest
-  const consider = (path) => {
-    const time = modifiedAt(path)
-    if (time !== undefined && (newest === undefined || time > newest)) newest = time
-  }
-  for (const dir of SOURCE_DIRS) {
-    let entries
-    try {
-      entries = readdirSync(join(root, dir), { recursive: true, withFileTypes: true })
-    } catch {
-      continue
-    }
-    for (const entry of entries) {
-      if (entry.isFile() && !entry.name.endsWith('.test.ts')) consider(join(entry.parentPath ?? entry.path, entry.name))
-    }
-  }
-  for (const file of SOURCE_FILES) consider(join(root, file))
-  return newest
-}
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { distState, root } from './dist-state.mjs'
 
 async function runSourcesThroughTsx(reason) {
   let register
@@ -62,8 +25,6 @@ async function runSourcesThroughTsx(reason) {
   await import(pathToFileURL(join(root, 'src', 'bin', 'cli.ts')).href)
 }
 
-const built = modifiedAt(builtStamp)
-const sourcesChanged = newestSourceChange()
-if (built === undefined) await runSourcesThroughTsx('dist/ is not built')
-else if (sourcesChanged !== undefined && sourcesChanged > built) await runSourcesThroughTsx('dist/ is older than the sources')
-else await import(pathToFileURL(join(root, 'dist', 'src', 'bin', 'cli.js')).href)
+const state = distState()
+if (state === 'fresh') await import(pathToFileURL(join(root, 'dist', 'src', 'bin', 'cli.js')).href)
+else await runSourcesThroughTsx(state === 'missing' ? 'dist/ is not built' : 'dist/ is older than the sources')
