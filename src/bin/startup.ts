@@ -108,15 +108,16 @@ function redisDependency(url: string): Dependency {
   }
 }
 
-/** One JSON-RPC attempt takes at most this long (or what is left of the wait). */
+/** One JSON-RPC attempt takes at most this long (or what is left of the wait, but at least SHORTEST_ATTEMPT_MS). */
 const RPC_PROBE_MS = 5_000
+const SHORTEST_ATTEMPT_MS = 1_000
 
 async function probeJsonRpc(url: string, withinMs: number): Promise<void> {
   const response = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
-    signal: AbortSignal.timeout(Math.max(1, Math.min(RPC_PROBE_MS, withinMs))),
+    signal: AbortSignal.timeout(Math.min(RPC_PROBE_MS, withinMs)),
   })
   if (!response.ok) throw Object.assign(new Error(`HTTP ${response.status}`), { code: `HTTP_${response.status}` })
   const body = (await response.json().catch(() => undefined)) as { result?: unknown } | undefined
@@ -127,7 +128,7 @@ async function probeJsonRpc(url: string, withinMs: number): Promise<void> {
 function probeTcp(address: string, withinMs: number): Promise<void> {
   const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1))]
   return new Promise((resolve, reject) => {
-    const socket = connect({ host, port, timeout: Math.max(1, Math.min(3_000, withinMs)) })
+    const socket = connect({ host, port, timeout: Math.min(3_000, withinMs) })
     socket.once('connect', () => {
       socket.destroy()
       resolve()
@@ -204,8 +205,9 @@ async function waitFor(dependency: Dependency, started: number, timeoutMs: numbe
   for (;;) {
     attempts++
     try {
-      // a single attempt (timeoutMs 0) gets an attempt's usual time; a wait, what is left of it
-      await dependency.probe(timeoutMs === 0 ? RPC_PROBE_MS : Math.max(1, deadline - Date.now()))
+      // a single attempt (timeoutMs 0) gets an attempt's usual time; a wait, what is left of it but never so
+      // little that the last attempt's own timeout hides why the others failed (ECONNREFUSED, HTTP_503 …)
+      await dependency.probe(timeoutMs === 0 ? RPC_PROBE_MS : Math.max(SHORTEST_ATTEMPT_MS, deadline - Date.now()))
       if (attempts > 1) logger.info({ component: dependency.component, variable: dependency.variable, address: dependency.address, attempts }, `${dependency.variable} reachable`)
       return
     } catch (error) {
