@@ -192,14 +192,21 @@ async function main(argv: string[]) {
       return
     }
     case 'validate': {
-      // raw arguments: --type and --chain take values
+      // raw arguments: --type and --chain take values; a usage error is answered before anything connects
+      const { parseValidateArgs } = await import('../validation/cli-args.js')
+      const parsed = parseValidateArgs(argv.slice(argv.indexOf('validate') + 1))
+      if ('body' in parsed) {
+        process.stdout.write(`${JSON.stringify(parsed.body, null, 2)}\n`)
+        process.exitCode = parsed.exitCode
+        return
+      }
       const configured = await readConfig()
       const config = await withDevnetChain(configured)
       await checkDatabaseOnce(config)
       const { checkMigrated } = await import('./preflight.js')
       await checkMigrated(config.DATABASE_URL, 'attributions')
-      const { runValidateCommand } = await import('../validation/cli.js')
-      process.exitCode = await runValidateCommand(config, argv.slice(argv.indexOf('validate') + 1), process.stdout, { devnetDefault: config !== configured })
+      const { runValidateRequest } = await import('../validation/cli.js')
+      process.exitCode = await runValidateRequest(config, parsed.request, process.stdout, { devnetDefault: config !== configured })
       return
     }
     case 'admin': {
