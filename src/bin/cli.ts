@@ -21,8 +21,9 @@ Commands:
   worker                run pipeline workers only
   migrate               create the database if needed and apply migrations
   decode <calldata>     print the ERC-8021 attribution of hex calldata as JSON
-  validate <hash> [--type transaction|userOperation] [--chain <id>]
-                        validate a hash's attribution (index, else RPC) as JSON; exit 1 when not attributed or not found
+  validate <hash> [--type transaction|userOperation] [--chain <id>] [--api <url>]
+                        validate a hash's attribution (index, else RPC) as JSON; exit 1 when not attributed or not found;
+                        --api asks a running daemon's API (e.g. http://127.0.0.1:3000) instead: much quicker
   admin <subcommand>    notification projects, app URLs and API keys, as JSON (admin --help)
 `
 
@@ -198,6 +199,11 @@ async function main(argv: string[]) {
       if ('body' in parsed) {
         process.stdout.write(`${JSON.stringify(parsed.body, null, 2)}\n`)
         process.exitCode = parsed.exitCode
+        return
+      }
+      if (parsed.api) {
+        const { validateThroughApi } = await import('./validate-through-api.js')
+        process.exitCode = await validateThroughApi(parsed.api, parsed.request, process.stdout)
         return
       }
       const configured = await readConfig()
