@@ -3,7 +3,8 @@
  * waits for it: `node bin/attribution.mjs …` from spawn to exit, for `--help`,
  * `decode`, a usage error (a malformed hash given to `validate`) and
  * `validate` of an indexed hash while `attribution start` runs its devnet
- * beside it (as after `npm start`). The floor is Node itself starting and
+ * beside it (as after `npm start`), in this process and through the
+ * daemon's API (`--api`). The floor is Node itself starting and
  * exiting (`node -e 0`), measured in the same rounds.
  *
  * The compiled code is what is measured (what `npm ci` leaves): dist/ is
@@ -46,7 +47,7 @@ function timeCommand(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
 }
 
 /** Resolves with the daemon's `ready` log line; rejects when it exits first or takes too long. */
-function readyLine(child: ChildProcess, output: string[]): Promise<void> {
+function readyLine(child: ChildProcess, output: string[]): Promise<{ api: string }> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no ready line within ${READY_WITHIN_MS} ms:\n${output.slice(-20).join('\n')}`)), READY_WITHIN_MS)
     child.once('exit', (code) => reject(new Error(`the daemon exited (${code}) before it was ready:\n${output.slice(-20).join('\n')}`)))
@@ -56,7 +57,7 @@ function readyLine(child: ChildProcess, output: string[]): Promise<void> {
         if (output.length > 200) output.shift()
         if (line.includes('"msg":"ready"')) {
           clearTimeout(timer)
-          resolve()
+          resolve(JSON.parse(line) as { api: string })
         }
       })
     }
@@ -88,13 +89,15 @@ export const cli: Bench = async ({ quick }) => {
   const daemon = spawn(process.execPath, [attributionBin, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
   const output: string[] = []
   try {
-    await readyLine(daemon, output)
+    const ready = await readyLine(daemon, output)
+    const apiBase = new URL(ready.api).origin
     const hash = await firstIndexedHash(database.sql)
     const commands: Record<string, { args: string[]; expectExit: number }> = {
       '--help': { args: [attributionBin, '--help'], expectExit: 0 },
       decode: { args: [attributionBin, 'decode', ATTRIBUTED_CALLDATA], expectExit: 0 },
       'usage error (validate 0x1234)': { args: [attributionBin, 'validate', '0x1234'], expectExit: 64 },
       'validate (indexed hash)': { args: [attributionBin, 'validate', hash], expectExit: 0 },
+      'validate --api (the daemon answers)': { args: [attributionBin, 'validate', hash, '--api', apiBase], expectExit: 0 },
     }
     const floorName = 'node -e 0 (floor)'
     const variants: Record<string, string[]> = { [floorName]: ['-e', '0'], ...Object.fromEntries(Object.entries(commands).map(([name, c]) => [name, c.args])) }

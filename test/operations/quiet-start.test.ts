@@ -76,13 +76,27 @@ describe('a dead RPC_URL', () => {
   }, 60_000)
 })
 
-describe('Ctrl-C on `start` with the devnet', () => {
-  it('`stopped` is the last line, after the devnet traffic has stopped logging', async () => {
+describe('`start` with the devnet', () => {
+  it('`validate --api` gets the daemon\'s answer; on Ctrl-C `stopped` is the last line, after the devnet traffic has stopped logging', async () => {
     const role = spawnRole('start', baseEnv({ DEVNET: 'true', DEVNET_PORT: '0', QUEUE_PREFIX: `${redis.prefix}dev` }))
     await until('a devnet traffic summary', () => {
       if (role.child.exitCode !== null) throw new Error(role.output())
       return role.output().includes('devnet traffic summary')
     }, { intervalMs: 100 })
+
+    // the README's validate example through the running daemon's API: the same JSON as the API's, exit 0
+    const api = new URL((linesOf(role).find((line) => line.msg === 'ready') as unknown as { api: string }).api).origin
+    const sample = (linesOf(role).find((line) => line.msg === 'devnet traffic summary') as unknown as { sample_tx_hash: string }).sample_tx_hash
+    const viaApi = spawnRole('validate' as 'start', { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' }, [sample, '--api', api])
+    expect(await viaApi.exited).toBe(0)
+    const answer = JSON.parse(viaApi.output())
+    expect(answer).toMatchObject({ attributed: true, type: 'transaction', hash: sample, chainId: 31337 })
+    expect(answer).toEqual(await (await fetch(`${api}/v1/attribution/validate?type=transaction&hash=${sample}`)).json())
+    const port = await closedPort()
+    const noDaemon = spawnRole('validate' as 'start', {}, [sample, '--api', `http://127.0.0.1:${port}`])
+    expect(await noDaemon.exited).toBe(78)
+    expect(noDaemon.output()).toBe(`--api: no answer from 127.0.0.1:${port} (ECONNREFUSED): start the daemon (npm start) or leave out --api`)
+
     // a terminal's Ctrl-C: SIGINT to the whole process group, anvil included
     process.kill(-role.child.pid!, 'SIGINT')
     expect(await role.exited).toBe(0)
