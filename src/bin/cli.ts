@@ -193,17 +193,19 @@ async function main(argv: string[]) {
       return
     }
     case 'validate': {
-      // raw arguments: --type and --chain take values; a usage error is answered before anything connects
+      // raw arguments: --type, --chain and --api take values
+      const validateArgs = argv.slice(argv.indexOf('validate') + 1)
+      const { asksTheApi, validateThroughApi } = await import('./validate-through-api.js')
+      if (asksTheApi(validateArgs)) {
+        process.exitCode = await validateThroughApi(validateArgs, process.stdout)
+        return
+      }
+      // a usage error is answered before anything connects
       const { parseValidateArgs } = await import('../validation/cli-args.js')
-      const parsed = parseValidateArgs(argv.slice(argv.indexOf('validate') + 1))
+      const parsed = parseValidateArgs(validateArgs)
       if ('body' in parsed) {
         process.stdout.write(`${JSON.stringify(parsed.body, null, 2)}\n`)
         process.exitCode = parsed.exitCode
-        return
-      }
-      if (parsed.api) {
-        const { validateThroughApi } = await import('./validate-through-api.js')
-        process.exitCode = await validateThroughApi(parsed.api, parsed.request, process.stdout)
         return
       }
       const configured = await readConfig()
