@@ -1,5 +1,6 @@
 # syntax=docker/dockerfile:1
-# Stages: deps (every dependency, patched) → runtime (production dependencies only, non-root, the default)
+# Stages: deps (every dependency, patched) → build   (tsc: dist/, the compiled JavaScript the image runs)
+#                                          → runtime (production dependencies and dist/ only, non-root, the default)
 #                                          → test    (dev dependencies and Chromium, for `npm test`)
 
 FROM node:20-bookworm-slim AS deps
@@ -7,8 +8,17 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 # npm ci's postinstall applies these to node_modules (patch-package); the grep fails the build if it did not
 COPY patches ./patches
+# npm ci's `prepare` (bin/build.mjs --prepare) finds no sources yet and compiles nothing: the build stage does
+COPY bin/build.mjs ./bin/build.mjs
 RUN npm ci --no-audit --no-fund \
  && grep -q 'the connection closed before this buffered write ran' node_modules/postgres/src/connection.js
+
+FROM deps AS build
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+COPY devnet ./devnet
+COPY drizzle ./drizzle
+RUN npm run build
 
 FROM deps AS production-deps
 # drops the dev dependencies; the patched postgres.js files stay as they are
@@ -29,11 +39,11 @@ FROM node:20-bookworm-slim AS runtime
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000
 WORKDIR /app
 COPY --from=production-deps --chown=node:node /app/node_modules ./node_modules
-COPY --chown=node:node package.json package-lock.json tsconfig.json ./
-COPY --chown=node:node bin ./bin
-COPY --chown=node:node src ./src
-COPY --chown=node:node devnet ./devnet
-COPY --chown=node:node drizzle ./drizzle
+COPY --chown=node:node package.json package-lock.json ./
+# bin/attribution.mjs runs dist/ (no sources in the image: nothing to be newer than it); dist/ carries the
+# migrations and the dashboard's files beside the compiled code
+COPY --chown=node:node bin/attribution.mjs bin/dist-state.mjs ./bin/
+COPY --from=build --chown=node:node /app/dist ./dist
 # the image's own unprivileged user (uid 1000)
 USER node
 EXPOSE 3000

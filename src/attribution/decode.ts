@@ -1,5 +1,7 @@
-import { Cbor } from 'ox'
-import { getAddress, isAddress, type Address, type Hex } from 'viem'
+// ox's own modules, not the ox and viem indexes: `attribution decode` then loads a few files, not hundreds
+import * as Cbor from 'ox/Cbor'
+import * as OxAddress from 'ox/Address'
+import type { Address, Hex } from 'viem'
 import { isValidCode } from './codes.js'
 import { calldataGas } from './gas.js'
 import { hasMarker, MARKER_BYTES } from './marker.js'
@@ -118,7 +120,7 @@ function checksum(address: string): Address {
   let value = checksummed.get(address)
   if (!value) {
     if (checksummed.size >= 10_000) checksummed.clear()
-    value = getAddress(address)
+    value = OxAddress.checksum(address)
     checksummed.set(address, value)
   }
   return value
@@ -210,7 +212,7 @@ function cborRegistry(value: CborRegistry): CodeRegistry | undefined | Malformed
   if (!value || typeof value !== 'object' || !value.c || !value.a) return undefined
   const chainId = cborChainId(value.c)
   if (chainId === undefined) return malformed('registry chain id is not an integer or hex number from 1 to 2^53 - 1', 2)
-  if (typeof value.a !== 'string' || !isAddress(value.a, { strict: false })) return malformed('registry address is not an address', 2)
+  if (typeof value.a !== 'string' || !OxAddress.validate(value.a, { strict: false })) return malformed('registry address is not an address', 2)
   return { chainId, address: checksum(detached(value.a.toLowerCase())) }
 }
 

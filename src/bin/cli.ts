@@ -1,3 +1,6 @@
+import { existsSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import type { Config } from '../config/env.js'
 import type { Logger } from '../logger.js'
@@ -18,8 +21,9 @@ Commands:
   worker                run pipeline workers only
   migrate               create the database if needed and apply migrations
   decode <calldata>     print the ERC-8021 attribution of hex calldata as JSON
-  validate <hash> [--type transaction|userOperation] [--chain <id>]
-                        validate a hash's attribution (index, else RPC) as JSON; exit 1 when not attributed or not found
+  validate <hash> [--type transaction|userOperation] [--chain <id>] [--api <url>]
+                        validate a hash's attribution (index, else RPC) as JSON; exit 1 when not attributed or not found;
+                        --api asks a running daemon's API (e.g. http://127.0.0.1:3000) instead: much quicker
   admin <subcommand>    notification projects, app URLs and API keys, as JSON (admin --help)
 `
 
@@ -45,14 +49,45 @@ const rolesByCommand: Record<string, Role[]> = {
   worker: ['worker'],
 }
 
-/** Cursors signed with the published placeholder can be forged: say so, and refuse it in production. */
-async function checkCursorSecret(config: Config, logger: Logger) {
-  const { PLACEHOLDER_CURSOR_SECRET } = await import('../config/env.js')
+/**
+ * Pagination cursors are signed with CURSOR_SECRET. Unset, production refuses to start (a published
+ * secret lets anyone forge cursors); elsewhere the daemon uses a secret it generated once and keeps in
+ * the project's .cursor-secret (gitignored), so a development run needs no setting and no warning.
+ */
+async function withCursorSecret(config: Config, logger: Logger): Promise<Config> {
+  const { DEVELOPMENT_CURSOR_SECRET_FILE, PLACEHOLDER_CURSOR_SECRET, developmentCursorSecret } = await import('../config/env.js')
   const { StartupError } = await import('./startup.js')
-  if (config.CURSOR_SECRET !== PLACEHOLDER_CURSOR_SECRET) return
-  const advice = 'set CURSOR_SECRET to your own secret of at least 16 characters (e.g. openssl rand -hex 24)'
-  if (config.NODE_ENV === 'production') throw new StartupError(`CURSOR_SECRET: the placeholder is refused with NODE_ENV=production; ${advice}`)
-  logger.warn(`CURSOR_SECRET is the published placeholder: pagination cursors can be forged; ${advice}`)
+  if (config.CURSOR_SECRET !== PLACEHOLDER_CURSOR_SECRET) return config
+  if (config.NODE_ENV === 'production') {
+    throw new StartupError('CURSOR_SECRET: the placeholder is refused with NODE_ENV=production; set CURSOR_SECRET to your own secret of at least 16 characters (e.g. openssl rand -hex 24)')
+  }
+  const file = join(projectRoot(), DEVELOPMENT_CURSOR_SECRET_FILE)
+  const { secret, created } = developmentCursorSecret(file)
+  if (created) logger.info({ file }, 'generated a development CURSOR_SECRET (kept for later runs; set CURSOR_SECRET in production)')
+  return { ...config, CURSOR_SECRET: secret }
+}
+
+/** The folder holding package.json: the same for the sources (src/bin) and the compiled code (dist/src/bin). */
+function projectRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url))
+  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir)
+  return dir
+}
+
+/**
+ * Log lines reach stdout until the last one ('stopped'): a line from work abandoned at the
+ * shutdown (a devnet batch in flight, a late timer) is dropped instead of following it.
+ */
+async function closableStdout() {
+  const { pino } = await import('pino')
+  const stdout = pino.destination(1)
+  let open = true
+  return {
+    destination: { write: (line: string) => void (open && stdout.write(line)) },
+    close: () => {
+      open = false
+    },
+  }
 }
 
 /** SIGTERM/SIGINT to exit, at most: orchestrators wait a few seconds before SIGKILL, people at a terminal less. */
@@ -64,21 +99,25 @@ async function runDaemon(command: string) {
   limitHeapGrowth(config.HEAP_GROWTH_PERCENT)
   const { configuredUrls, createLogger } = await import('../logger.js')
   const { dependenciesOf, waitForDependencies } = await import('./startup.js')
+  const output = await closableStdout()
   // CHAINS may be a file: the URLs it names are secrets the environment alone does not show
-  const logger = createLogger({ level: config.LOG_LEVEL, name: `attribution:${command}`, secretUrls: configuredUrls(config) })
+  const logger = createLogger({ level: config.LOG_LEVEL, name: `attribution:${command}`, destination: output.destination, secretUrls: configuredUrls(config) })
+  /** The process's last line, and its exit. */
+  const exitWith = (code: number, line: () => void) => {
+    line()
+    output.close()
+    process.exit(code)
+  }
   const roles = new Set(rolesByCommand[command])
   const indexing = roles.has('follower') || roles.has('worker')
   // a signal while starting (waiting for a dependency, deploying the devnet) needs nothing released yet
-  const duringStartup = (signal: string) => {
-    logger.info({ signal }, 'stopped while starting')
-    process.exit(0)
-  }
+  const duringStartup = (signal: string) => exitWith(0, () => logger.info({ signal }, 'stopped while starting'))
   process.once('SIGTERM', duringStartup).once('SIGINT', duringStartup)
-  if (roles.has('api')) await checkCursorSecret(config, logger)
-  await waitForDependencies(dependenciesOf(config, { indexing }), { timeoutMs: config.STARTUP_TIMEOUT_MS, logger })
+  const settings = roles.has('api') ? await withCursorSecret(config, logger) : config
+  await waitForDependencies(dependenciesOf(settings, { indexing }), { timeoutMs: settings.STARTUP_TIMEOUT_MS, logger })
   // the devnet (and with it the contracts' artifacts) is imported by roles.ts only when it starts one
   const { runRoles } = await import('./roles.js')
-  const running = await runRoles(config, roles, logger)
+  const running = await runRoles(settings, roles, logger)
   let stopping = false
   const shutdown = (signal: string) => {
     if (stopping) return
@@ -88,19 +127,12 @@ async function runDaemon(command: string) {
     // whatever is still open by then (a call to a hung node, a slow query) is cut by the exit: ranges in
     // progress were already handed back to the queue, locks and connections end with the process
     const deadline = setTimeout(() => {
-      logger.warn({ after_ms: Date.now() - started }, 'shutdown deadline reached; exiting')
-      process.exit(0)
+      exitWith(0, () => logger.warn({ took_ms: Date.now() - started, deadline_reached: true }, 'stopped'))
     }, SHUTDOWN_DEADLINE_MS)
     deadline.unref()
     running.stop().then(
-      () => {
-        logger.info({ took_ms: Date.now() - started }, 'stopped')
-        process.exit(0)
-      },
-      (error) => {
-        logger.error({ err: error }, 'shutdown failed')
-        process.exit(1)
-      },
+      () => exitWith(0, () => logger.info({ took_ms: Date.now() - started }, 'stopped')),
+      (error) => exitWith(1, () => logger.error({ err: error }, 'shutdown failed')),
     )
   }
   process.off('SIGTERM', duringStartup).off('SIGINT', duringStartup)
@@ -162,14 +194,28 @@ async function main(argv: string[]) {
       return
     }
     case 'validate': {
-      // raw arguments: --type and --chain take values
+      // raw arguments: --type, --chain and --api take values
+      const validateArgs = argv.slice(argv.indexOf('validate') + 1)
+      const { asksTheApi, validateThroughApi } = await import('./validate-through-api.js')
+      if (asksTheApi(validateArgs)) {
+        process.exitCode = await validateThroughApi(validateArgs, process.stdout)
+        return
+      }
+      // a usage error is answered before anything connects
+      const { parseValidateArgs } = await import('../validation/cli-args.js')
+      const parsed = parseValidateArgs(validateArgs)
+      if ('body' in parsed) {
+        process.stdout.write(`${JSON.stringify(parsed.body, null, 2)}\n`)
+        process.exitCode = parsed.exitCode
+        return
+      }
       const configured = await readConfig()
       const config = await withDevnetChain(configured)
       await checkDatabaseOnce(config)
       const { checkMigrated } = await import('./preflight.js')
       await checkMigrated(config.DATABASE_URL, 'attributions')
-      const { runValidateCommand } = await import('../validation/cli.js')
-      process.exitCode = await runValidateCommand(config, argv.slice(argv.indexOf('validate') + 1), process.stdout, { devnetDefault: config !== configured })
+      const { runValidateRequest } = await import('../validation/cli.js')
+      process.exitCode = await runValidateRequest(config, parsed.request, process.stdout, { devnetDefault: config !== configured })
       return
     }
     case 'admin': {

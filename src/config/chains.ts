@@ -1,10 +1,16 @@
-import { entryPoint06Address, entryPoint07Address, entryPoint08Address } from 'viem/account-abstraction'
-import { getAddress, isAddress, type Address } from 'viem'
+// ox's Address module and the EntryPoint addresses written out, not viem's indexes (hundreds of modules):
+// every command reads this configuration, most of them need nothing else of viem
+import * as OxAddress from 'ox/Address'
+import type { Address } from 'viem'
 import { z } from 'zod'
 import { ConfigError, issuePath } from './errors.js'
 
 /** EntryPoint 0.6, 0.7 and 0.8: the versions whose bundles the indexer decodes. */
-export const defaultEntryPoints: readonly Address[] = [entryPoint06Address, entryPoint07Address, entryPoint08Address]
+export const defaultEntryPoints: readonly Address[] = [
+  '0x5FF137D4b0FDCD49DcA30c7CF57E578a026d2789',
+  '0x0000000071727De22E5E9d8BAf0edAc6f37da032',
+  '0x4337084D9E255Ff0702461CF8895CE9E3b5Ff108',
+]
 
 export type ChainConfig = {
   /** Undefined until read from the node (`eth_chainId`) when not configured. */
@@ -24,7 +30,10 @@ export type ChainConfig = {
   devnet?: boolean
 }
 
-const address = z.string().refine(isAddress, { error: 'must be a 0x-prefixed 20-byte address' }).transform((a) => getAddress(a))
+const address = z
+  .string()
+  .refine((value) => OxAddress.validate(value), { error: 'must be a 0x-prefixed 20-byte address' })
+  .transform((value) => OxAddress.checksum(value))
 
 const httpUrl = z.string().refine(isRpcUrl, { error: 'must be an http(s) or ws(s) URL' })
 

@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { z } from 'zod'
 import { chainsFromEnv, parseRpcUrlList, type ChainConfig } from './chains.js'
 
@@ -32,8 +33,49 @@ function urlWithProtocols(protocols: string[]) {
   )
 }
 
-/** The default CURSOR_SECRET: fine on a laptop, a warning in development and refused in production. */
+/**
+ * CURSOR_SECRET's value when it is not set: refused with NODE_ENV=production; elsewhere the daemon
+ * signs with a secret of its own instead (developmentCursorSecret), never with this published one.
+ */
 export const PLACEHOLDER_CURSOR_SECRET = 'attribution-cursor-secret-change-me'
+
+/** Where a development machine keeps the cursor secret it generated (gitignored), relative to the project. */
+export const DEVELOPMENT_CURSOR_SECRET_FILE = '.cursor-secret'
+
+/**
+ * The secret in `path`, generated there the first time (24 random bytes, hex, readable by its owner
+ * only) and the same on every later run, so cursors handed out before a restart stay valid. Two
+ * processes starting at once agree: the file appears whole (written aside, then linked into place),
+ * and the one that loses the race reads the winner's.
+ */
+export function developmentCursorSecret(path: string): { secret: string; created: boolean } {
+  const existing = readSecret(path)
+  if (existing) return { secret: existing, created: false }
+  const draft = `${path}.${process.pid}.${randomBytes(4).toString('hex')}`
+  writeFileSync(draft, `${randomBytes(24).toString('hex')}\n`, { mode: 0o600 })
+  let created = false
+  try {
+    linkSync(draft, path)
+    created = true
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+  } finally {
+    rmSync(draft, { force: true })
+  }
+  const secret = readSecret(path)
+  if (!secret) throw new ConfigError(`CURSOR_SECRET: ${path} holds no secret of at least 16 characters; delete it to have a new one generated, or set CURSOR_SECRET`)
+  return { secret, created }
+}
+
+function readSecret(path: string): string | undefined {
+  try {
+    const secret = readFileSync(path, 'utf8').trim()
+    return secret.length >= 16 ? secret : undefined
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw error
+  }
+}
 
 /**
  * Every setting the process reads from the environment. Defaults are chosen so
@@ -166,6 +208,11 @@ const envSchema = z.object({
   STREAM_HEARTBEAT_MS: positiveInt.default(15_000),
   /** How long start-up waits for PostgreSQL, Redis and each chain's RPC before exiting with status 78. */
   STARTUP_TIMEOUT_MS: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must be >= 0').default(30_000),
+  /**
+   * How long of that start-up waits for a chain's RPC at most: a database or Redis coming up beside the
+   * service is worth half a minute, a wrong or dead RPC_URL is usually a typo or a provider down, said sooner.
+   */
+  RPC_STARTUP_TIMEOUT_MS: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must be >= 0').default(10_000),
 }).superRefine((env, context) => {
   // Node refuses a headers timeout longer than the request's
   if (env.HTTP_HEADERS_TIMEOUT_MS > env.HTTP_REQUEST_TIMEOUT_MS) {

@@ -1,5 +1,7 @@
 import { setImmediate } from 'node:timers/promises'
-import { getAddress, type Address } from 'viem'
+// ox's Address module, not viem's index (hundreds of modules): the CLI parses a hash before it loads anything else
+import * as OxAddress from 'ox/Address'
+import type { Address } from 'viem'
 import { z } from 'zod'
 
 const ADDRESS_PATTERN = /^0x[0-9a-fA-F]{40}$/
@@ -8,7 +10,7 @@ const ADDRESS_PATTERN = /^0x[0-9a-fA-F]{40}$/
 export const walletAddressSchema = z
   .string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
   .regex(ADDRESS_PATTERN, 'must be 0x followed by 40 hexadecimal characters')
-  .transform((value) => getAddress(value.toLowerCase()))
+  .transform((value) => OxAddress.checksum(value.toLowerCase()))
 
 /**
  * A wallet address in any letter case, lowercased but not yet checksummed:
@@ -27,7 +29,7 @@ export async function checksumAddresses(addresses: readonly string[]): Promise<A
   const out: Address[] = []
   for (let start = 0; start < addresses.length; start += CHECKSUMS_PER_SLICE) {
     if (start > 0) await setImmediate()
-    for (const address of addresses.slice(start, start + CHECKSUMS_PER_SLICE)) out.push(getAddress(address))
+    for (const address of addresses.slice(start, start + CHECKSUMS_PER_SLICE)) out.push(OxAddress.checksum(address))
   }
   return out
 }
@@ -69,5 +71,5 @@ export function registryColumns(stored: string): { chainId: number; address: str
  * never turn a whole page into a 500.
  */
 export function eip55(stored: string): string {
-  return ADDRESS_PATTERN.test(stored) ? getAddress(stored.toLowerCase()) : stored
+  return ADDRESS_PATTERN.test(stored) ? OxAddress.checksum(stored.toLowerCase()) : stored
 }

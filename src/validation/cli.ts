@@ -1,16 +1,13 @@
-import { parseArgs } from 'node:util'
 import type { Config } from '../config/env.js'
 import { closeDatabase, createDatabase } from '../db/client.js'
 import { errorBody, type ErrorBody } from '../contract/error-body.js'
 import { createRegistry } from '../registry/register.js'
 import { ChainSelectionError, HashNotFoundError, RpcTimeoutError, RpcUnavailableError } from './errors.js'
-import { describeRequestProblem, validationRequestSchema } from './request.js'
+import type { ValidationRequest } from './request.js'
+import { EXIT, parseValidateArgs } from './cli-args.js'
 import { createValidator } from './validate.js'
 
-export const validateUsage = 'validate <hash> [--type transaction|userOperation] [--chain <chainId>]'
-
-/** Exit statuses: 0 attributed; 1 found but not attributed, or not found; 64 bad input; 69 node unreachable. */
-export const EXIT = { attributed: 0, notAttributed: 1, notFound: 1, usage: 64, unavailable: 69 } as const
+export { EXIT, parseValidateArgs, validateUsage } from './cli-args.js'
 
 type Output = { write(text: string): unknown }
 
@@ -43,24 +40,16 @@ export function describeNodes(config: Config, devnetDefault: boolean): string {
  * the command name.
  */
 export async function runValidateCommand(config: Config, args: string[], out: Output = process.stdout, options: { devnetDefault?: boolean } = {}): Promise<number> {
-  let parsed
-  try {
-    parsed = parseArgs({ args, allowPositionals: true, options: { type: { type: 'string', short: 't' }, chain: { type: 'string', short: 'c' } } })
-  } catch (error) {
-    print(out, errorBody('invalid_request', `${(error as Error).message}; usage: ${validateUsage}`))
-    return EXIT.usage
+  const parsed = parseValidateArgs(args)
+  if ('body' in parsed) {
+    print(out, parsed.body)
+    return parsed.exitCode
   }
-  const request = validationRequestSchema.safeParse({
-    hash: parsed.positionals[0],
-    type: parsed.values.type ?? 'transaction',
-    chainId: parsed.values.chain,
-  })
-  if (!request.success) {
-    const problem = describeRequestProblem(request.error)
-    print(out, errorBody('invalid_request', `${problem.message}; usage: ${validateUsage}`, problem.field))
-    return EXIT.usage
-  }
+  return runValidateRequest(config, parsed.request, out, options)
+}
 
+/** The validation of a parsed request, printed as JSON; returns the exit status. */
+export async function runValidateRequest(config: Config, request: ValidationRequest, out: Output = process.stdout, options: { devnetDefault?: boolean } = {}): Promise<number> {
   const db = createDatabase({ url: config.DATABASE_URL, poolSize: 2 })
   try {
     const validator = createValidator({
@@ -71,7 +60,7 @@ export async function runValidateCommand(config: Config, args: string[], out: Ou
       rpcMaxAnswerBytes: config.RPC_MAX_ANSWER_BYTES,
       logWindow: config.VALIDATE_LOG_WINDOW,
     })
-    const result = await validator.validate(request.data)
+    const result = await validator.validate(request)
     print(out, result)
     return result.attributed ? EXIT.attributed : EXIT.notAttributed
   } catch (error) {
