@@ -14,7 +14,7 @@ import { createRedis, type Redis } from '../redis/client.js'
 import { createRegistry } from '../registry/register.js'
 import { publishEndpointStates, PUBLISH_EVERY_MS, readEndpointStates } from '../indexer-status/endpoints.js'
 import { createRpc, type Rpc } from '../rpc/client.js'
-import { redactRpcUrl } from '../rpc/endpoint-redact.js'
+import { redactRpcUrl } from '../rpc/endpoints/endpoint-redact.js'
 import { errorCode, StartupError } from './startup.js'
 
 /** How long a shutdown waits for a follower to finish its current step. */

@@ -1,11 +1,11 @@
 import { numberToHex, type Hex } from 'viem'
-import { matchesFilter, scanBlockBatch, type ScannedBlock, type TransactionFilter } from './block-scan.js'
-import type { Endpoint, EndpointPool } from './endpoint-pool.js'
-import { createReceiptKnowledge, saysMethodMissing, type ReceiptKnowledge } from './endpoint-receipts.js'
+import { matchesFilter, scanBlockBatch, type ScannedBlock, type TransactionFilter } from './scan/block-scan.js'
+import type { Endpoint, EndpointPool } from './endpoints/endpoint-pool.js'
+import { createReceiptKnowledge, saysMethodMissing, type ReceiptKnowledge } from './endpoints/endpoint-receipts.js'
 import { BlockNotFoundError, MismatchedAnswerError, ReceiptNotFoundError, ReceiptsOfAnotherBlockError } from './errors.js'
 import { sameHash, type LogFilter, type RawReceipt, type RawTransaction } from './objects.js'
-import { slimReceipt } from './receipt-read.js'
-import { scanBlockReceiptsBatch, scanReceiptsBatch, type BlockReceiptsExpected } from './receipts-scan.js'
+import { slimReceipt } from './scan/receipt-read.js'
+import { scanBlockReceiptsBatch, scanReceiptsBatch, type BlockReceiptsExpected } from './scan/receipts-scan.js'
 
 /**
  * The indexer's bulk calls — full blocks and receipts — over the chain's

@@ -1,12 +1,12 @@
 import { createPublicClient, custom, numberToHex, type Hex, type PublicClient } from 'viem'
 import { createBatches } from './batches.js'
 import { BlockNotFoundError, MismatchedAnswerError, ReceiptNotFoundError } from './errors.js'
-import { createEndpoint, createEndpointPool, type Endpoint } from './endpoint-pool.js'
-import type { HealthState } from './endpoint-health.js'
-import { redactRpcUrl } from './endpoint-redact.js'
-import { createTransport, type TransportObserver } from './transport.js'
+import { createEndpoint, createEndpointPool, type Endpoint } from './endpoints/endpoint-pool.js'
+import type { HealthState } from './endpoints/endpoint-health.js'
+import { redactRpcUrl } from './endpoints/endpoint-redact.js'
+import { createTransport, type TransportObserver } from './transport/transport.js'
 
-export type { ScannedBlock } from './block-scan.js'
+export type { ScannedBlock } from './scan/block-scan.js'
 
 /** A block header as JSON-RPC returns it (only the fields the indexer reads). */
 export type RawHeader = { number: Hex; hash: Hex; parentHash: Hex; timestamp: Hex }

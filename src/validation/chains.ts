@@ -1,8 +1,8 @@
 import { createPublicClient, fallback, hexToNumber, http, type Address, type PublicClient } from 'viem'
 import { USER_OPERATION_EVENT_TOPIC } from '../attribution/userops.js'
-import { AnswerTooLargeError, DEFAULT_MOST_ANSWER_BYTES } from '../rpc/answer-buffers.js'
+import { AnswerTooLargeError, DEFAULT_MOST_ANSWER_BYTES } from '../rpc/wire/answer-buffers.js'
 import type { LogFilter } from '../rpc/objects.js'
-import { reducedReceiptAnswer } from '../rpc/receipts-scan.js'
+import { reducedReceiptAnswer } from '../rpc/scan/receipts-scan.js'
 import { ChainSelectionError, toRpcFailure, worthAnotherEndpoint } from './errors.js'
 
 /**

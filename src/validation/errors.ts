@@ -1,5 +1,5 @@
 import { BaseError, HttpRequestError, RpcRequestError, TimeoutError } from 'viem'
-import { AnswerTooLargeError } from '../rpc/answer-buffers.js'
+import { AnswerTooLargeError } from '../rpc/wire/answer-buffers.js'
 
 /** The chain does not know the hash (or the bounded search for it found nothing). */
 export class HashNotFoundError extends Error {

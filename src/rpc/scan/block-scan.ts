@@ -1,6 +1,6 @@
 import { isAscii } from 'node:buffer'
 import type { Hex } from 'viem'
-import type { RawTransaction } from './objects.js'
+import type { RawTransaction } from '../objects.js'
 
 /**
  * Reading a batch of full blocks without parsing it.

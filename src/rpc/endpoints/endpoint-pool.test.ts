@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
 import { createEndpoint, createEndpointPool } from './endpoint-pool.js'
-import { BlockNotFoundError } from './errors.js'
-import type { Transport } from './transport.js'
+import { BlockNotFoundError } from '../errors.js'
+import type { Transport } from '../transport/transport.js'
 
 /**
  * The pool's routing on simulated endpoints (the transports' own behaviour

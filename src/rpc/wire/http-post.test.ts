@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AnswerTooLargeError, createAnswerBuffers } from './answer-buffers.js'
 import { decodeBody, postJson, postJsonOverUndici, RpcNetworkError } from './http-post.js'
-import { streamEndlessly } from '../../test/support/rpc-proxy.js'
+import { streamEndlessly } from '../../../test/support/rpc-proxy.js'
 
 /** A node that declares `declared` bytes and sends `body`, then ends the connection. */
 function lyingNode(declared: number, body: string): Promise<Server> {

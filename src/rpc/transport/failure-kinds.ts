@@ -1,4 +1,4 @@
-import type { HttpAnswer } from './http-post.js'
+import type { HttpAnswer } from '../wire/http-post.js'
 
 /**
  * What went wrong with a request to the node, as the transport reacts to it

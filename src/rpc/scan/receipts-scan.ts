@@ -2,7 +2,7 @@ import { isAscii } from 'node:buffer'
 import type { Hex } from 'viem'
 import { ScanFailed } from './block-scan.js'
 import { Cursor, parsePart, word } from './json-cursor.js'
-import type { LogFilter, RawReceipt } from './objects.js'
+import type { LogFilter, RawReceipt } from '../objects.js'
 import { readReceipt } from './receipt-read.js'
 
 // byte values as local constants: read through an import, each is a getter call in the loops below (tsx's module output)

@@ -1,6 +1,6 @@
 import { ScanFailed } from './block-scan.js'
 import { Cursor, parsePart, word } from './json-cursor.js'
-import type { LogFilter, RawLog, RawReceipt } from './objects.js'
+import type { LogFilter, RawLog, RawReceipt } from '../objects.js'
 
 // byte values as local constants: read through an import, each is a getter call in the loops below (tsx's module output)
 const CLOSE_BRACE = 125

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { receiptJson, type ReceiptFields } from '../../bench/chain/receipts.js'
-import { createRandom, type Random } from '../../devnet/random.js'
+import { receiptJson, type ReceiptFields } from '../../../bench/chain/receipts.js'
+import { createRandom, type Random } from '../../../devnet/random.js'
 import { ScanFailed } from './block-scan.js'
-import type { LogFilter, RawReceipt } from './objects.js'
+import type { LogFilter, RawReceipt } from '../objects.js'
 import { slimReceipt } from './receipt-read.js'
 import { scanBlockReceiptsBatch, scanReceiptsBatch, type BlockReceiptsExpected, type ReceiptExpected } from './receipts-scan.js'
 

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { streamEndlessly } from '../../test/support/rpc-proxy.js'
+import { streamEndlessly } from '../../../test/support/rpc-proxy.js'
 import { createTransport } from './transport.js'
 
 /**

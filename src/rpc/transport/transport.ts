@@ -1,12 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createBatchSizer } from './adaptive-batch.js'
-import { AnswerTooLargeError, createAnswerBuffers } from './answer-buffers.js'
+import { AnswerTooLargeError, createAnswerBuffers } from '../wire/answer-buffers.js'
 import { createRateLimitSpell } from './rate-limit-spell.js'
 import { createConcurrencyLimiter } from './concurrency.js'
 import { allFailed, readItems, requestBody, type Answered, type FailedCalls, type ReadResult } from './answers.js'
 import { classifyHttp, limitIn, mayBeLength, RpcFailure, shrinks, type FailureKind } from './failure-kinds.js'
 import { createOperatingPointSearch, type OperatingPoint, type Throughput } from './operating-point.js'
-import { postJson, RpcNetworkError, RpcTimeoutError, type HttpAnswer } from './http-post.js'
+import { postJson, RpcNetworkError, RpcTimeoutError, type HttpAnswer } from '../wire/http-post.js'
 
 /**
  * The one RPC policy of the indexer, per node: every call — blocks,
