@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { receiptJson, type ReceiptFields } from '../../../bench/chain/receipts.js'
 import { createRandom, type Random } from '../../../devnet/random.js'
-import { ScanFailed } from './block-scan.js'
+import { ScanFailed } from './bytes.js'
 import type { LogFilter, RawReceipt } from '../objects.js'
 import { slimReceipt } from './receipt-read.js'
 import { scanBlockReceiptsBatch, scanReceiptsBatch, type BlockReceiptsExpected, type ReceiptExpected } from './receipts-scan.js'

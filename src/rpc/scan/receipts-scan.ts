@@ -1,19 +1,11 @@
-import { isAscii } from 'node:buffer'
 import type { Hex } from 'viem'
-import { ScanFailed } from './block-scan.js'
-import { Cursor, parsePart, word } from './json-cursor.js'
 import type { LogFilter, RawReceipt } from '../objects.js'
+import { scanBatch } from './answer-scan.js'
+import { JSON_BYTES, ScanFailed, walkObject, word } from './bytes.js'
+import type { Cursor } from './json-cursor.js'
 import { readReceipt } from './receipt-read.js'
 
-// byte values as local constants: read through an import, each is a getter call in the loops below (tsx's module output)
-const BACKSLASH = 92
-const CLOSE_BRACE = 125
-const CLOSE_BRACKET = 93
-const COLON = 58
-const COMMA = 44
-const OPEN_BRACE = 123
-const OPEN_BRACKET = 91
-const QUOTE = 34
+const { OPEN_BRACE, OPEN_BRACKET, CLOSE_BRACKET } = JSON_BYTES
 
 /**
  * Reading a batch of receipts answers without parsing it: `eth_getBlockReceipts`
@@ -52,9 +44,6 @@ export type BlockReceiptsExpected = { blockHash: Hex; txCount: number; hashes: R
 /** What one `eth_getTransactionReceipt` must answer: the receipt of `hash` (lowercase), from the block `blockHash`, with the logs `logs` names. */
 export type ReceiptExpected = { hash: string; blockHash: Hex; logs?: LogFilter | undefined }
 
-const ID = word('id')
-const RESULT = word('result')
-const ERROR = word('error')
 const TRANSACTION_HASH = word('transactionHash')
 const BLOCK_HASH = word('blockHash')
 
@@ -91,81 +80,23 @@ function sameBytes(body: Buffer, start: number, length: number, word: Buffer): b
   return true
 }
 
-function keyKind(body: Buffer, start: number, length: number): number {
+const keyKind = (body: Buffer, start: number, length: number): number => {
   if (sameBytes(body, start, length, TRANSACTION_HASH)) return KEY_TRANSACTION_HASH
   if (sameBytes(body, start, length, BLOCK_HASH)) return KEY_BLOCK_HASH
   return KEY_OTHER
 }
 
-/** How far a string is searched byte by byte before the native search: keys and hashes are short, blooms and log data long. */
-const SHORT_STRING = 80
-
 /**
- * Index of the quote closing the string opened at `open`. Most strings of a
- * receipt are keys and hashes under 70 bytes, where a loop here is cheaper
- * than a call into the native search; longer ones (blooms, log data) get it.
+ * End (exclusive) of the receipt object starting at `start`; its own
+ * `transactionHash` bounds are left in `values` (bytes.ts walkObject), and
+ * its own `blockHash` must be the block's.
  */
-function closingQuote(body: Buffer, open: number): number {
-  const stop = Math.min(body.length, open + SHORT_STRING)
-  for (let i = open + 1; i < stop; i++) if (body[i] === QUOTE) return i
-  const end = body.indexOf(QUOTE, stop)
-  if (end < 0) throw new ScanFailed('unterminated string')
+function scanReceiptObject(body: Buffer, start: number, blockHash: Uint8Array, values: Int32Array): number {
+  const end = walkObject(body, start, keyKind, values)
+  // a receipt that cannot prove its block: the ordinary reading says so
+  if (values[2 * KEY_TRANSACTION_HASH]! < 0 || values[2 * KEY_BLOCK_HASH]! < 0) throw new ScanFailed('a receipt lacks transactionHash or blockHash')
+  if (!sameHashBytes(body, values[2 * KEY_BLOCK_HASH]!, values[2 * KEY_BLOCK_HASH + 1]!, blockHash)) throw new ScanFailed('a receipt of another block')
   return end
-}
-
-/** What scanning one receipt found; one per scan, reused receipt after receipt. */
-type ReceiptFound = { hashStart: number; hashEnd: number; blockHashSeen: boolean }
-
-/**
- * End (exclusive) of the receipt object starting at `start`, with its own
- * `transactionHash` and whether its own `blockHash` is the block's, in
- * `found`. One byte loop, strings passed with a native search: a log's
- * keys of the same names are one level down and not read.
- */
-function scanReceiptObject(body: Buffer, start: number, blockHash: Uint8Array, found: ReceiptFound): number {
-  found.hashStart = -1
-  found.blockHashSeen = false
-  let i = start
-  let depth = 0
-  let expectKey = true
-  let key = KEY_OTHER
-  for (;;) {
-    const c = body[i]
-    if (c === QUOTE) {
-      const end = closingQuote(body, i)
-      if (depth === 1 && expectKey) {
-        key = keyKind(body, i + 1, end - i - 1)
-        // JSON.parse keeps the last of a repeated key; the scanner would have to guess which counts
-        if ((key === KEY_TRANSACTION_HASH && found.hashStart >= 0) || (key === KEY_BLOCK_HASH && found.blockHashSeen)) {
-          throw new ScanFailed('a receipt repeats transactionHash or blockHash')
-        }
-      } else if (depth === 1 && key !== KEY_OTHER) {
-        if (key === KEY_TRANSACTION_HASH) {
-          found.hashStart = i + 1
-          found.hashEnd = end
-        } else if (!sameHashBytes(body, i + 1, end, blockHash)) throw new ScanFailed('a receipt of another block')
-        else found.blockHashSeen = true
-        key = KEY_OTHER
-      }
-      i = end + 1
-      continue
-    }
-    if (c === COLON) expectKey = false
-    else if (c === COMMA) {
-      expectKey = true
-      key = KEY_OTHER
-    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-      // a key whose value is not a string (null, an object) is not read: the receipt then lacks it
-      if (depth === 1) key = KEY_OTHER
-      depth++
-      expectKey = c === OPEN_BRACE
-    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
-      depth--
-      if (depth === 0) return i + 1
-    } else if (c === undefined) throw new ScanFailed('the answer ends inside a receipt')
-    else if (depth === 1 && !expectKey && c !== 32 && c !== 10 && c !== 13 && c !== 9) key = KEY_OTHER
-    i++
-  }
 }
 
 /** The receipts wanted of one block, looked up by tailKey first. */
@@ -188,16 +119,16 @@ function wantedOf(expected: BlockReceiptsExpected): Wanted {
  * One receipt, the cursor on its `{`: read when its transaction is
  * wanted, else only passed over. Its block hash must be the expected one.
  */
-function scanReceipt(cursor: Cursor, expected: BlockReceiptsExpected, wanted: Wanted, blockHash: Uint8Array, found: ReceiptFound, into: Map<string, RawReceipt>) {
+function scanReceipt(cursor: Cursor, expected: BlockReceiptsExpected, wanted: Wanted, blockHash: Uint8Array, values: Int32Array, into: Map<string, RawReceipt>) {
   if (cursor.peek() !== OPEN_BRACE) throw new ScanFailed(`expected a receipt object at byte ${cursor.at}`)
   const start = cursor.at
   const body = cursor.body
-  const end = scanReceiptObject(body, start, blockHash, found)
+  const end = scanReceiptObject(body, start, blockHash, values)
   cursor.at = end
-  // a receipt that cannot prove its block: the ordinary reading says so
-  if (found.hashStart < 0 || !found.blockHashSeen) throw new ScanFailed('a receipt lacks transactionHash or blockHash')
-  if (found.hashEnd - found.hashStart < 7 || !wanted.keys.has(tailKey(body, found.hashEnd))) return
-  const transactionHash = cursor.text(found.hashStart, found.hashEnd).toLowerCase()
+  const hashStart = values[2 * KEY_TRANSACTION_HASH]!
+  const hashEnd = values[2 * KEY_TRANSACTION_HASH + 1]!
+  if (hashEnd - hashStart < 7 || !wanted.keys.has(tailKey(body, hashEnd))) return
+  const transactionHash = cursor.text(hashStart, hashEnd).toLowerCase()
   if (!wanted.hashes.has(transactionHash)) return
   if (into.has(transactionHash)) throw new ScanFailed('a block lists a transaction twice')
   cursor.at = start
@@ -210,95 +141,17 @@ function scanResult(cursor: Cursor, expected: BlockReceiptsExpected): Map<string
   const kept = new Map<string, RawReceipt>()
   const blockHash = lowercaseBytes(expected.blockHash)
   const wanted = wantedOf(expected)
-  const found: ReceiptFound = { hashStart: -1, hashEnd: -1, blockHashSeen: false }
+  const values = new Int32Array(6)
   cursor.expect(OPEN_BRACKET, 'a list of receipts')
   let count = 0
   if (cursor.peek() !== CLOSE_BRACKET) {
     do {
-      scanReceipt(cursor, expected, wanted, blockHash, found, kept)
+      scanReceipt(cursor, expected, wanted, blockHash, values, kept)
       count++
     } while (cursor.more(CLOSE_BRACKET))
   } else cursor.at++
   if (count !== expected.txCount) throw new ScanFailed(`${count} receipts for ${expected.txCount} transactions`)
   return kept
-}
-
-/** One answer item `{"jsonrpc":…,"id":…,"result":…}` in any key order; returns its id (`single` accepts any id) and what `read` made of its result. */
-function scanItem<T>(cursor: Cursor, read: (cursor: Cursor, id: number) => T, single: number | undefined): [number, T] {
-  cursor.expect(OPEN_BRACE, 'an answer object')
-  let id: number | undefined
-  let idSeen = false
-  let resultAt: number | undefined
-  let kept: { value: T } | undefined
-  do {
-    const [keyStart, keyEnd] = cursor.string()
-    cursor.expect(COLON, ':')
-    if (cursor.is(keyStart, keyEnd, ERROR)) throw new ScanFailed('an error item')
-    if (cursor.is(keyStart, keyEnd, ID)) {
-      if (idSeen) throw new ScanFailed('an item repeats id')
-      idSeen = true
-      cursor.peek()
-      const start = cursor.at
-      cursor.skipValue()
-      const value = parsePart(cursor, start, cursor.at, 'an id')
-      id = single ?? (typeof value === 'number' ? value : undefined)
-    } else if (cursor.is(keyStart, keyEnd, RESULT)) {
-      if (resultAt !== undefined) throw new ScanFailed('an item repeats result')
-      cursor.peek()
-      resultAt = cursor.at
-      // geth and its kin print the id first: the result is read as it is passed; otherwise it is gone back to
-      if (id !== undefined) kept = { value: read(cursor, id) }
-      else cursor.skipValue()
-    } else cursor.skipValue()
-  } while (cursor.more(CLOSE_BRACE))
-  if (single !== undefined) id = single
-  if (id === undefined || resultAt === undefined) throw new ScanFailed('an item without a usable id or a result')
-  if (!kept) {
-    const after = cursor.at
-    cursor.at = resultAt
-    kept = { value: read(cursor, id) }
-    cursor.at = after
-  }
-  return [id, kept.value]
-}
-
-/**
- * What `read` makes of each call's result in a batch answer, in the order
- * of `ids` (the JSON-RPC ids the calls were sent with; `read` is given the
- * call's slot); ScanFailed when the answer is not exactly one result per id.
- */
-function scanBatch<T>(body: Buffer, ids: readonly number[], read: (cursor: Cursor, slot: number) => T): T[] {
-  if (body.indexOf(BACKSLASH) >= 0) throw new ScanFailed('the answer holds escaped characters')
-  if (!isAscii(body)) throw new ScanFailed('the answer holds bytes outside ASCII')
-  const slotOf = new Map(ids.map((id, slot) => [id, slot]))
-  const readById = (cursor: Cursor, id: number) => {
-    const slot = slotOf.get(id)
-    if (slot === undefined) throw new ScanFailed(`an answer to id ${id}, not asked`)
-    return read(cursor, slot)
-  }
-  // no holes: Array.prototype.map would pass over a hole, an answer missing unnoticed
-  const found: Array<{ value: T } | undefined> = Array.from({ length: ids.length }, () => undefined)
-  const keep = ([id, value]: [number, T]) => {
-    const slot = slotOf.get(id)!
-    if (found[slot]) throw new ScanFailed(`two answers to id ${id}`)
-    found[slot] = { value }
-  }
-  const cursor = new Cursor(body)
-  if (cursor.peek() === OPEN_BRACKET) {
-    cursor.at++
-    if (cursor.peek() === CLOSE_BRACKET) throw new ScanFailed('an empty batch answer')
-    do keep(scanItem(cursor, readById, undefined))
-    while (cursor.more(CLOSE_BRACKET))
-  } else {
-    // a single call is sent alone and answered alone; a proxy may have changed its id
-    if (ids.length !== 1) throw new ScanFailed('a single answer to a batch')
-    keep(scanItem(cursor, readById, ids[0]))
-  }
-  if (cursor.peek() !== undefined) throw new ScanFailed('bytes after the answer')
-  return found.map((kept, slot) => {
-    if (!kept) throw new ScanFailed(`no answer to id ${ids[slot]}`)
-    return kept.value
-  })
 }
 
 /**
