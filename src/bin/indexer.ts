@@ -87,6 +87,7 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
         concurrency: config.RPC_CONCURRENCY ?? Math.ceil(config.RPC_MAX_CONCURRENCY / 2),
         maxConcurrency: config.RPC_MAX_CONCURRENCY,
         maxAttempts: config.RPC_MAX_ATTEMPTS,
+        httpClient: config.RPC_HTTP_CLIENT,
         // labelled by the redacted URL: never a key in a metric label or a log line
         observer: (endpoint) => {
           const transportMetrics = metrics.rpcTransport(endpoint)

@@ -5,6 +5,7 @@ import { createEndpoint, createEndpointPool, type Endpoint } from './endpoints/e
 import type { HealthState } from './endpoints/endpoint-health.js'
 import { redactRpcUrl } from './endpoints/endpoint-redact.js'
 import { createTransport, type TransportObserver } from './transport/transport.js'
+import type { HttpClientKind } from './wire/http-post.js'
 
 export type { ScannedBlock } from './scan/block-scan.js'
 
@@ -29,6 +30,8 @@ export type RpcOptions = {
   /** Attempts per call before its error goes up to the caller (default 5). */
   maxAttempts?: number
   retryDelayMs?: number
+  /** The HTTP client of http URLs (RPC_HTTP_CLIENT): the socket reader (default) or undici. */
+  httpClient?: HttpClientKind
   /** Per endpoint (its redacted label given), what its transport reports. */
   observer?: TransportObserver | ((label: string) => TransportObserver)
   onEndpointState?: (label: string, state: HealthState) => void
@@ -62,6 +65,7 @@ function endpointsOf(options: RpcOptions): Endpoint[] {
       maxConcurrency: options.maxConcurrency ?? 8,
       maxAttempts,
       ...(options.retryDelayMs !== undefined && { retryDelayMs: options.retryDelayMs }),
+      ...(options.httpClient && { httpClient: options.httpClient }),
       ...(observer && { observer }),
     })
     return createEndpoint(url, transport)

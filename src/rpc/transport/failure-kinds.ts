@@ -12,6 +12,9 @@ import type { HttpAnswer } from '../wire/http-post.js'
  * - http_error, network, unreadable: of a batch, maybe its length (a proxy that drops long
  *   batches, cuts their answers or answers an error page): one call alone tells, then the rest is
  *   asked in halves; of a single call, a transient fault — retried after a backoff;
+ * - unsupported_framing: the answer is framed in a way the socket reader does not read (a transfer
+ *   coding other than plain chunked, refused at its head) — retried after a backoff, like any call
+ *   that failed; RPC_HTTP_CLIENT=undici reads such a node;
  * - item_error: one call's error — retried after a backoff.
  */
 export type FailureKind =
@@ -22,6 +25,7 @@ export type FailureKind =
   | 'http_error'
   | 'network'
   | 'unreadable'
+  | 'unsupported_framing'
   | 'item_error'
 
 export type RpcErrorObject = { code?: number; message?: string }

@@ -7,7 +7,7 @@ import { createFailureReactions } from './failure-reactions.js'
 import { classifyHttp, RpcFailure, type FailureKind } from './failure-kinds.js'
 import { createPacedClock } from './paced-clock.js'
 import { createOperatingPointSearch, type OperatingPoint, type Throughput } from './operating-point.js'
-import { postJson, RpcNetworkError, RpcTimeoutError, type HttpAnswer } from '../wire/http-post.js'
+import { createHttpPoster, RpcNetworkError, RpcTimeoutError, UnreadableFramingError, type HttpAnswer, type HttpClientKind } from '../wire/http-post.js'
 
 /**
  * The one RPC policy of the indexer, per node: every call — blocks,
@@ -46,6 +46,8 @@ export type TransportOptions = {
   /** Attempts per call before its error is given up to the caller. */
   maxAttempts: number
   retryDelayMs?: number
+  /** The HTTP client of http URLs (RPC_HTTP_CLIENT): the socket reader (default) or undici. */
+  httpClient?: HttpClientKind
   observer?: TransportObserver
 }
 
@@ -74,6 +76,8 @@ export function createTransport(options: TransportOptions) {
   /** The wait before an attempt after `doublings` failed ones, when the node names none. */
   const backoffMs = (doublings: number) => Math.min(10_000, retryDelayMs * 2 ** doublings)
   // this transport's own answer buffers: as many kept as it may have requests in flight
+  // this transport's own connections: at most one per request it may have in flight
+  const http = createHttpPoster({ ...(options.httpClient && { client: options.httpClient }), maxConnectionsPerHost: options.maxConcurrency })
   const buffers = createAnswerBuffers({ kept: options.maxConcurrency, ...(options.maxAnswerBytes !== undefined && { mostBytes: options.maxAnswerBytes }) })
   const sizer = createBatchSizer({
     maxSize: options.maxBatchSize,
@@ -157,11 +161,12 @@ export function createTransport(options: TransportOptions) {
   async function exchange<T>(spec: CallSpec<T>, positions: readonly number[], epoch: number): Promise<Answered<T>> {
     let answer: HttpAnswer
     try {
-      answer = await postJson(options.url, requestBody(spec.method, spec.params, positions), options.timeoutMs, buffers)
+      answer = await http.post(options.url, requestBody(spec.method, spec.params, positions), options.timeoutMs, buffers)
     } catch (error) {
       if (error instanceof RpcTimeoutError) return allFailed(positions, new RpcFailure('timeout', error.message))
       if (error instanceof RpcNetworkError) return allFailed(positions, new RpcFailure('network', error.message))
       if (error instanceof AnswerTooLargeError) return allFailed(positions, new RpcFailure('response_too_large', error.message))
+      if (error instanceof UnreadableFramingError) return allFailed(positions, new RpcFailure('unsupported_framing', error.message))
       throw error
     }
     try {
@@ -221,6 +226,8 @@ export function createTransport(options: TransportOptions) {
     get concurrency() {
       return limiter.limit
     },
+    /** Closes this transport's idle connections. */
+    close: () => http.close(),
   }
 }
 

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AnswerTooLargeError, createAnswerBuffers } from './answer-buffers.js'
-import { decodeBody, postJson, postJsonOverUndici, RpcNetworkError } from './http-post.js'
+import { createHttpPoster, decodeBody, postJsonOverUndici, RpcNetworkError } from './http-post.js'
 import { streamEndlessly } from '../../../test/support/rpc-proxy.js'
 
 /** A node that declares `declared` bytes and sends `body`, then ends the connection. */
@@ -28,7 +28,8 @@ function endlessNode(): Promise<Server> {
 
 // the socket reader (http URLs) and undici (https URLs, the bench's plain client) keep the same promises
 describe.each([
-  ['postJson (socket reader)', postJson],
+  ['the socket reader', createHttpPoster().post],
+  ['undici (RPC_HTTP_CLIENT=undici)', createHttpPoster({ client: 'undici' }).post],
   ['postJsonOverUndici', postJsonOverUndici],
 ])('%s', (_, post) => {
   let server: Server
