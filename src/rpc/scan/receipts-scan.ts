@@ -185,15 +185,16 @@ export function scanReceiptsBatch(body: Buffer, ids: readonly number[], expected
 }
 
 /**
- * A lone `eth_getTransactionReceipt` answer, its receipt reduced to its
- * fields and the logs `filter` keeps, as JSON text with the request's `id`;
- * undefined when the scanner cannot read it (a null result, an error item,
- * an odd layout): the caller then parses the answer as it came.
+ * The receipt of a lone `eth_getTransactionReceipt` answer, reduced to its
+ * fields and the logs `filter` keeps, read from the bytes (any id: a call
+ * sent alone is answered alone); undefined when the scanner cannot read it
+ * (a null result, an error item, an odd layout): the caller then parses the
+ * answer as it came.
  */
-export function reducedReceiptAnswer(body: Buffer, id: number, filter: LogFilter): string | undefined {
+export function reducedReceipt(body: Buffer, filter: LogFilter): RawReceipt | undefined {
   try {
-    const [receipt] = scanBatch(body, [id], (cursor) => (cursor.peek() === OPEN_BRACE ? readReceipt(cursor, filter) : undefined))
-    return receipt ? JSON.stringify({ jsonrpc: '2.0', id, result: receipt }) : undefined
+    const [receipt] = scanBatch(body, [0], (cursor) => (cursor.peek() === OPEN_BRACE ? readReceipt(cursor, filter) : undefined))
+    return receipt
   } catch (error) {
     if (error instanceof ScanFailed) return undefined
     throw error

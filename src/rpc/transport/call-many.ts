@@ -144,7 +144,7 @@ export function createCallMany({ sizer, maxAttempts, backoffMs, send, sendWhenFr
       // one call's own answer too large (a node's size limit, or RPC_MAX_ANSWER_BYTES) is too large again: asked
       // again it would cost the node and this process the same bytes for the same refusal, attempt after attempt
       if (failure.kind === 'response_too_large' && chunk.length === 1) {
-        throw new RpcFailure(failure.kind, `${spec.method}: ${failure.message} (one call alone; not asked again)`)
+        throw failure.retold(`${spec.method}: ${failure.message} (one call alone; not asked again)`)
       }
       // a limit met by a batch is not the calls' fault: ask again smaller; a single call that fails counts
       if (!(shrinks(failure.kind) && chunk.length > 1)) await countAttempt(positions, failure)
@@ -177,7 +177,7 @@ export function createCallMany({ sizer, maxAttempts, backoffMs, send, sendWhenFr
       const worst = Math.max(...positions.map((position) => attempts[position]!))
       if (worst >= maxAttempts) {
         // the check's own error (BlockNotFoundError…) tells the range job how soon to try again
-        throw failure.checkFailed ?? new RpcFailure(failure.kind, `${spec.method}: ${failure.message} (after ${worst} attempts)`)
+        throw failure.checkFailed ?? failure.retold(`${spec.method}: ${failure.message} (after ${worst} attempts)`)
       }
       await wait(failure.retryAfterMs ?? backoffMs(worst - 1))
     }

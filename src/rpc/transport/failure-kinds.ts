@@ -37,12 +37,24 @@ export class RpcFailure extends Error {
   answeredBytes?: number
   /** For item_error: the error of a result that failed its check (a block the node has not got yet). */
   checkFailed?: Error
+  /** The HTTP status of a non-2xx answer. */
+  httpStatus?: number
+  /** The code of a JSON-RPC error object the node answered. */
+  code?: number
   constructor(
     readonly kind: FailureKind,
     message: string,
     readonly retryAfterMs?: number,
   ) {
     super(message)
+  }
+
+  /** The same failure told with another message (what the call was, how many attempts): what the node said is kept. */
+  retold(message: string): RpcFailure {
+    const failure = new RpcFailure(this.kind, message, this.retryAfterMs)
+    if (this.httpStatus !== undefined) failure.httpStatus = this.httpStatus
+    if (this.code !== undefined) failure.code = this.code
+    return failure
   }
 }
 
@@ -68,6 +80,12 @@ export function classifyError(error: RpcErrorObject, wholeBatch: boolean): Failu
 
 /** A non-2xx HTTP answer, as the failure it stands for. */
 export function classifyHttp(answer: HttpAnswer, batchLength: number): RpcFailure {
+  const failure = httpFailure(answer, batchLength)
+  failure.httpStatus = answer.status
+  return failure
+}
+
+function httpFailure(answer: HttpAnswer, batchLength: number): RpcFailure {
   const said = answer.text.slice(0, 200).replace(/\s+/g, ' ')
   const describe = `HTTP ${answer.status}${said ? `: ${said}` : ''}`
   if (answer.status === 429) return new RpcFailure('rate_limited', describe, answer.retryAfterMs)
