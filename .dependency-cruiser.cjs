@@ -3,6 +3,11 @@
  * layers of ARCHITECTURE.md, one way (config → rpc → attribution → store →
  * pipeline / follower → read side → http → bin).
  */
+/** A folder of src/rpc/ that imports, within rpc/, only what `allowed` (a path under src/rpc/) matches. */
+function rpcFolder(name, folder, allowed, comment) {
+  return { name, comment, severity: 'error', from: { path: `^src/rpc/${folder}/` }, to: { path: '^src/rpc/', pathNot: `^src/rpc/${allowed}` } }
+}
+
 module.exports = {
   forbidden: [
     { name: 'no-circular', comment: 'modules import each other in one direction only', severity: 'error', from: {}, to: { circular: true } },
@@ -62,34 +67,11 @@ module.exports = {
       from: { path: '^src/attribution/' },
       to: { path: '^src/', pathNot: '^src/(attribution/|rpc/(objects|scan/block-scan)\\.ts$)' },
     },
-    {
-      name: 'rpc-wire-below-the-policy',
-      comment: 'rpc/wire/ moves bytes over HTTP: it knows no JSON-RPC policy, endpoint or scanner',
-      severity: 'error',
-      from: { path: '^src/rpc/wire/' },
-      to: { path: '^src/rpc/', pathNot: '^src/rpc/wire/' },
-    },
-    {
-      name: 'rpc-transport-knows-one-node',
-      comment: 'rpc/transport/ is the policy for one node over the wire: it knows no endpoint pool, scanner or call',
-      severity: 'error',
-      from: { path: '^src/rpc/transport/' },
-      to: { path: '^src/rpc/', pathNot: '^src/rpc/(transport|wire)/' },
-    },
-    {
-      name: 'rpc-endpoints-below-the-calls',
-      comment: 'rpc/endpoints/ routes work among transports: the calls (client, batches) and scanners sit elsewhere',
-      severity: 'error',
-      from: { path: '^src/rpc/endpoints/' },
-      to: { path: '^src/rpc/', pathNot: '^src/rpc/(endpoints/|transport/|errors\\.ts$)' },
-    },
-    {
-      name: 'rpc-scanners-read-bytes-only',
-      comment: 'rpc/scan/ reads answers\' bytes: it knows the JSON-RPC objects, nothing that sends or routes',
-      severity: 'error',
-      from: { path: '^src/rpc/scan/' },
-      to: { path: '^src/rpc/', pathNot: '^src/rpc/(scan/|objects\\.ts$)' },
-    },
+    // rpc/ by concern, one way: wire → transport → endpoints → the calls (client.ts, batches.ts); the scanners apart
+    rpcFolder('rpc-wire-below-the-policy', 'wire', 'wire/', 'rpc/wire/ moves bytes over HTTP: it knows no JSON-RPC policy, endpoint or scanner'),
+    rpcFolder('rpc-transport-knows-one-node', 'transport', '(transport|wire)/', 'rpc/transport/ is the policy for one node over the wire: it knows no endpoint pool, scanner or call'),
+    rpcFolder('rpc-endpoints-below-the-calls', 'endpoints', '(endpoints/|transport/|errors\\.ts$)', 'rpc/endpoints/ routes work among transports: the calls (client, batches) and scanners sit elsewhere'),
+    rpcFolder('rpc-scanners-read-bytes-only', 'scan', '(scan/|objects\\.ts$)', "rpc/scan/ reads answers' bytes: it knows the JSON-RPC objects, nothing that sends or routes"),
   ],
   options: {
     tsConfig: { fileName: 'tsconfig.json' },
