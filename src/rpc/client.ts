@@ -35,6 +35,8 @@ export type RpcOptions = {
   /** Per endpoint (its redacted label given), what its transport reports. */
   observer?: TransportObserver | ((label: string) => TransportObserver)
   onEndpointState?: (label: string, state: HealthState) => void
+  /** The clock of the endpoints' meters and health (cool-downs); a test may move its own. */
+  now?: () => number
 }
 
 export { BlockNotFoundError, MismatchedAnswerError, ReceiptNotFoundError }
@@ -68,7 +70,7 @@ function endpointsOf(options: RpcOptions): Endpoint[] {
       ...(options.httpClient && { httpClient: options.httpClient }),
       ...(observer && { observer }),
     })
-    return createEndpoint(url, transport)
+    return createEndpoint(url, transport, options.now)
   })
 }
 
