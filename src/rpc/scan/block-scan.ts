@@ -59,6 +59,7 @@ export function matchesFilter(tx: { input?: unknown; to?: unknown }, filter: Tra
 /** The filter as the scanner reads it: the suffix as bytes, each listed address lowercase (as a string and as bytes). */
 type ByteFilter = { suffix: Uint8Array; lowercase: ReadonlySet<string>; addresses: Uint8Array[] }
 
+/** A pure cache: each filter object compiled once, forgotten with it (what it holds follows from its key alone). */
 const compiled = new WeakMap<TransactionFilter, ByteFilter>()
 
 function byteFilterOf(filter: TransactionFilter): ByteFilter {

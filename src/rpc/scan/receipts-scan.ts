@@ -102,6 +102,7 @@ function scanReceiptObject(body: Buffer, start: number, blockHash: Uint8Array, v
 /** The receipts wanted of one block, looked up by tailKey first. */
 type Wanted = { keys: ReadonlySet<number>; hashes: ReadonlySet<string> }
 
+/** A pure cache: each expectation read once, forgotten with it (what it holds follows from its key alone). */
 const wantedCache = new WeakMap<BlockReceiptsExpected, Wanted>()
 
 function wantedOf(expected: BlockReceiptsExpected): Wanted {
