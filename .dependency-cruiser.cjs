@@ -3,6 +3,11 @@
  * layers of ARCHITECTURE.md, one way (config → rpc → attribution → store →
  * pipeline / follower → read side → http → bin).
  */
+/** A folder of src/rpc/ that imports, within rpc/, only what `allowed` (a path under src/rpc/) matches. */
+function rpcFolder(name, folder, allowed, comment) {
+  return { name, comment, severity: 'error', from: { path: `^src/rpc/${folder}/` }, to: { path: '^src/rpc/', pathNot: `^src/rpc/${allowed}` } }
+}
+
 module.exports = {
   forbidden: [
     { name: 'no-circular', comment: 'modules import each other in one direction only', severity: 'error', from: {}, to: { circular: true } },
@@ -60,8 +65,13 @@ module.exports = {
       comment: 'the ERC-8021 codec and record building know no other part of the service, only the JSON-RPC objects they read',
       severity: 'error',
       from: { path: '^src/attribution/' },
-      to: { path: '^src/', pathNot: '^src/(attribution/|rpc/(objects|block-scan)\\.ts$)' },
+      to: { path: '^src/', pathNot: '^src/(attribution/|rpc/(objects|scan/block-scan)\\.ts$)' },
     },
+    // rpc/ by concern, one way: wire → transport → endpoints → the calls (client.ts, batches.ts); the scanners apart
+    rpcFolder('rpc-wire-below-the-policy', 'wire', 'wire/', 'rpc/wire/ moves bytes over HTTP: it knows no JSON-RPC policy, endpoint or scanner'),
+    rpcFolder('rpc-transport-knows-one-node', 'transport', '(transport|wire)/', 'rpc/transport/ is the policy for one node over the wire: it knows no endpoint pool, scanner or call'),
+    rpcFolder('rpc-endpoints-below-the-calls', 'endpoints', '(endpoints/|transport/|errors\\.ts$)', 'rpc/endpoints/ routes work among transports: the calls (client, batches) and scanners sit elsewhere'),
+    rpcFolder('rpc-scanners-read-bytes-only', 'scan', '(scan/|objects\\.ts$)', "rpc/scan/ reads answers' bytes: it knows the JSON-RPC objects, nothing that sends or routes"),
   ],
   options: {
     tsConfig: { fileName: 'tsconfig.json' },

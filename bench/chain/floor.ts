@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { candidateFilter } from '../../src/attribution/records.js'
 import { createRpc } from '../../src/rpc/client.js'
-import { createAnswerBuffers } from '../../src/rpc/answer-buffers.js'
-import { postJsonOverUndici } from '../../src/rpc/http-post.js'
+import { createAnswerBuffers } from '../../src/rpc/wire/answer-buffers.js'
+import { postJsonOverUndici } from '../../src/rpc/wire/http-post.js'
 import { flushDirtyPages } from '../lib/process.js'
 
 /**

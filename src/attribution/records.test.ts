@@ -5,7 +5,7 @@ import { entryPoint06Abi, entryPoint06Address, entryPoint07Abi, entryPoint07Addr
 import { describe, expect, it } from 'vitest'
 import { attributionsOf, detectCandidate, malformedOf, needsReceipt, receiptLogsNeeded } from './records.js'
 import type { RawTransaction } from '../rpc/objects.js'
-import { slimReceipt } from '../rpc/receipt-read.js'
+import { slimReceipt } from '../rpc/scan/receipt-read.js'
 import { entryPointSet, extractUserOperations, readUserOperations } from './userops.js'
 
 const entryPoints = entryPointSet([entryPoint06Address, entryPoint07Address])

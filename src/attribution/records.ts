@@ -1,5 +1,5 @@
 import type { Address, Hex } from 'viem'
-import type { TransactionFilter } from '../rpc/block-scan.js'
+import type { TransactionFilter } from '../rpc/scan/block-scan.js'
 import type { LogFilter, RawReceipt, RawTransaction } from '../rpc/objects.js'
 import { decodeAttribution, type Attributed, type Malformed } from './decode.js'
 import { detached } from './detached.js'
@@ -143,7 +143,7 @@ const addressTopic = (address: string) => `0x${'0'.repeat(24)}${address.slice(2)
  * The logs of a candidate's receipt its records are built from: of a
  * bundle, the EntryPoint's UserOperationEvents of the attributed ops'
  * senders (topic 2); of a plain transaction, none. A receipt keeps no other
- * (rpc/receipt-read.ts): anyone can make one hold a hundred megabytes of logs.
+ * (rpc/scan/receipt-read.ts): anyone can make one hold a hundred megabytes of logs.
  */
 export function receiptLogsNeeded(candidate: Candidate): LogFilter | undefined {
   if (candidate.attributedOps.length === 0 || !candidate.entryPoint) return undefined

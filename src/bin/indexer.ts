@@ -14,7 +14,7 @@ import { createRedis, type Redis } from '../redis/client.js'
 import { createRegistry } from '../registry/register.js'
 import { publishEndpointStates, PUBLISH_EVERY_MS, readEndpointStates } from '../indexer-status/endpoints.js'
 import { createRpc, type Rpc } from '../rpc/client.js'
-import { redactRpcUrl } from '../rpc/endpoint-redact.js'
+import { redactRpcUrl } from '../rpc/endpoints/endpoint-redact.js'
 import { errorCode, StartupError } from './startup.js'
 
 /** How long a shutdown waits for a follower to finish its current step. */
@@ -87,6 +87,7 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
         concurrency: config.RPC_CONCURRENCY ?? Math.ceil(config.RPC_MAX_CONCURRENCY / 2),
         maxConcurrency: config.RPC_MAX_CONCURRENCY,
         maxAttempts: config.RPC_MAX_ATTEMPTS,
+        httpClient: config.RPC_HTTP_CLIENT,
         // labelled by the redacted URL: never a key in a metric label or a log line
         observer: (endpoint) => {
           const transportMetrics = metrics.rpcTransport(endpoint)

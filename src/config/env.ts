@@ -185,6 +185,12 @@ const envSchema = z.object({
   /** A range that has failed this many times is reported stuck (gauge, error log, /readyz, /v1/indexer/status). */
   STUCK_RANGE_ATTEMPTS: positiveInt.default(5),
   RPC_TIMEOUT_MS: positiveInt.default(10_000),
+  /**
+   * The HTTP client of http:// RPC URLs: `socket`, the project's reader (answers land in a reused buffer with no
+   * copy: BENCHMARKS.md), or `undici`, the escape hatch for a node or proxy it does not read (a transfer coding
+   * other than chunked, refused as `unsupported_framing`). https:// URLs always go over undici.
+   */
+  RPC_HTTP_CLIENT: z.enum(['socket', 'undici'], { error: 'must be socket or undici' }).default('socket'),
   /** How far back (in blocks) a UserOperation hash is searched over RPC. */
   VALIDATE_LOG_WINDOW: positiveInt.default(50_000),
   /** How long a validation answered from the index is reused for the same hash (0 disables). */

@@ -5,7 +5,7 @@ import { doneSince, indexedThrough } from '../store/ranges.js'
 
 const REPORT_INTERVAL_MS = 10_000
 
-/** Where a chain's RPC endpoint runs, as the fetching processes last published it (rpc/endpoint-pool.ts EndpointState fits). */
+/** Where a chain's RPC endpoint runs, as the fetching processes last published it (rpc/endpoints/endpoint-pool.ts EndpointState fits). */
 export type EndpointPoint = { url: string; state: string; itemsPerSecond: number | null; concurrency: number | null; blockBatchSize: number | null }
 
 /** The progress line's `rpc` field: per endpoint, its health, the transport's operating point and the items it delivers per busy second. */

@@ -189,6 +189,7 @@ export async function createServer(deps: ServerDeps): Promise<Server> {
     chains: withValidationRpc(chains, config.VALIDATE_RPC_URL),
     rpcTimeoutMs: config.RPC_TIMEOUT_MS,
     rpcMaxAnswerBytes: config.RPC_MAX_ANSWER_BYTES,
+    rpcHttpClient: config.RPC_HTTP_CLIENT,
     logWindow: config.VALIDATE_LOG_WINDOW,
     missCacheMs: config.VALIDATE_MISS_CACHE_MS,
     nodeConcurrency: config.VALIDATE_RPC_CONCURRENCY,

@@ -1,5 +1,5 @@
 import type { Redis } from '../redis/client.js'
-import type { EndpointState } from '../rpc/endpoint-pool.js'
+import type { EndpointState } from '../rpc/endpoints/endpoint-pool.js'
 
 /**
  * The RPC endpoints' state, shared through Redis: the processes that fetch

@@ -126,7 +126,7 @@ export function createIndexerMetrics(registry: Registry) {
     rpcEndpoints(states: () => readonly EndpointMetricState[]) {
       endpointSources.push(states)
     },
-    /** The transport's view of one node, labelled by its redacted URL (rpc/endpoint-redact.ts: never an API key). */
+    /** The transport's view of one node, labelled by its redacted URL (rpc/endpoints/endpoint-redact.ts: never an API key). */
     rpcTransport(endpoint: string) {
       return {
         batchSize: (call: string, size: number) => rpcBatchSize.set({ endpoint, call }, size),
@@ -147,10 +147,10 @@ export function createIndexerMetrics(registry: Registry) {
   }
 }
 
-/** What the metrics read of an endpoint (rpc/endpoint-pool.ts EndpointState fits). */
+/** What the metrics read of an endpoint (rpc/endpoints/endpoint-pool.ts EndpointState fits). */
 type EndpointMetricState = { url: string; state: string; itemsPerSecond: number | null; bytesPerSecond: number | null; items: number; errors: number }
 
-/** The transport's operating point as the gauges read it (rpc/transport.ts's OperatingPointReport fits). */
+/** The transport's operating point as the gauges read it (rpc/transport/transport.ts's OperatingPointReport fits). */
 export type RpcOperatingPoint = { batch: number; inFlight: number; settled: boolean; callsPerSecond: number; bytesPerSecond: number }
 
 export type BackfillProgress = {

@@ -1,12 +1,13 @@
 import { createPublicClient, custom, numberToHex, type Hex, type PublicClient } from 'viem'
 import { createBatches } from './batches.js'
 import { BlockNotFoundError, MismatchedAnswerError, ReceiptNotFoundError } from './errors.js'
-import { createEndpoint, createEndpointPool, type Endpoint } from './endpoint-pool.js'
-import type { HealthState } from './endpoint-health.js'
-import { redactRpcUrl } from './endpoint-redact.js'
-import { createTransport, type TransportObserver } from './transport.js'
+import { createEndpoint, createEndpointPool, type Endpoint } from './endpoints/endpoint-pool.js'
+import type { HealthState } from './endpoints/endpoint-health.js'
+import { redactRpcUrl } from './endpoints/endpoint-redact.js'
+import { createTransport, type TransportObserver } from './transport/transport.js'
+import type { HttpClientKind } from './wire/http-post.js'
 
-export type { ScannedBlock } from './block-scan.js'
+export type { ScannedBlock } from './scan/block-scan.js'
 
 /** A block header as JSON-RPC returns it (only the fields the indexer reads). */
 export type RawHeader = { number: Hex; hash: Hex; parentHash: Hex; timestamp: Hex }
@@ -29,9 +30,13 @@ export type RpcOptions = {
   /** Attempts per call before its error goes up to the caller (default 5). */
   maxAttempts?: number
   retryDelayMs?: number
+  /** The HTTP client of http URLs (RPC_HTTP_CLIENT): the socket reader (default) or undici. */
+  httpClient?: HttpClientKind
   /** Per endpoint (its redacted label given), what its transport reports. */
   observer?: TransportObserver | ((label: string) => TransportObserver)
   onEndpointState?: (label: string, state: HealthState) => void
+  /** The clock of the endpoints' meters and health (cool-downs); a test may move its own. */
+  now?: () => number
 }
 
 export { BlockNotFoundError, MismatchedAnswerError, ReceiptNotFoundError }
@@ -62,9 +67,10 @@ function endpointsOf(options: RpcOptions): Endpoint[] {
       maxConcurrency: options.maxConcurrency ?? 8,
       maxAttempts,
       ...(options.retryDelayMs !== undefined && { retryDelayMs: options.retryDelayMs }),
+      ...(options.httpClient && { httpClient: options.httpClient }),
       ...(observer && { observer }),
     })
-    return createEndpoint(url, transport)
+    return createEndpoint(url, transport, options.now)
   })
 }
 

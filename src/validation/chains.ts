@@ -1,8 +1,11 @@
-import { createPublicClient, fallback, hexToNumber, http, type Address, type PublicClient } from 'viem'
+import type { Address, Hex } from 'viem'
 import { USER_OPERATION_EVENT_TOPIC } from '../attribution/userops.js'
-import { AnswerTooLargeError, DEFAULT_MOST_ANSWER_BYTES } from '../rpc/answer-buffers.js'
-import type { LogFilter } from '../rpc/objects.js'
-import { reducedReceiptAnswer } from '../rpc/receipts-scan.js'
+import { createRpc, type Rpc } from '../rpc/client.js'
+import type { Endpoint } from '../rpc/endpoints/endpoint-pool.js'
+import type { LogFilter, RawReceipt } from '../rpc/objects.js'
+import { slimReceipt } from '../rpc/scan/receipt-read.js'
+import { reducedReceipt } from '../rpc/scan/receipts-scan.js'
+import type { HttpClientKind } from '../rpc/wire/http-post.js'
 import { ChainSelectionError, toRpcFailure, worthAnotherEndpoint } from './errors.js'
 
 /**
@@ -20,7 +23,10 @@ export type ChainEndpoint = {
 
 export type ValidationChain = {
   chainId: number
-  client: PublicClient
+  /** One JSON-RPC call to the chain (see `askChain`): its result as the node gave it. */
+  request<T>(method: string, params?: unknown[]): Promise<T>
+  /** A mined transaction's receipt reduced to its fields and the EntryPoints' events; null when the node has none. */
+  receipt(hash: Hex): Promise<RawReceipt | null>
   entryPoints: readonly Address[]
   /** Largest eth_getLogs range this node accepted so far; shrinks when it refuses one. */
   logRange: number
@@ -31,12 +37,17 @@ export type ChainOptions = {
   initialLogRange?: number
   /** Most bytes one answer may have (RPC_MAX_ANSWER_BYTES, default 256 MiB): past it the call fails as the node's (502). */
   maxAnswerBytes?: number
+  /** The HTTP client of http URLs (RPC_HTTP_CLIENT), as the indexer's. */
+  httpClient?: HttpClientKind
 }
 
-type Slot = { endpoint: ChainEndpoint; client: PublicClient; chain?: ValidationChain; resolving?: Promise<ValidationChain> }
+type Slot = { endpoint: ChainEndpoint; rpc: Rpc; chain?: ValidationChain; resolving?: Promise<ValidationChain> }
 
 /** Most providers accept 10k-block log queries; smaller limits are learned on the first refusal. */
 const DEFAULT_LOG_RANGE = 10_000
+/** Requests in flight per endpoint: validation asks single calls, a few lookups at a time (VALIDATE_RPC_CONCURRENCY). */
+const IN_FLIGHT = 4
+const MOST_IN_FLIGHT = 8
 
 /** Every endpoint of a chain, in the order configured, each once. */
 export function urlsOf(endpoint: Pick<ChainEndpoint, 'rpcUrl' | 'rpcUrls'>): string[] {
@@ -44,21 +55,46 @@ export function urlsOf(endpoint: Pick<ChainEndpoint, 'rpcUrl' | 'rpcUrls'>): str
 }
 
 /**
- * How a lookup reaches the chain: its endpoints in order, each call moving
- * on to the next only when one is down, failing (5xx) or out of quota (429)
- * — worthAnotherEndpoint. The node budget is spent per lookup before any
- * call (node-lookups.ts), so a call that moves on costs no more of it; each
- * endpoint still gets at most MAX_NODE_CALLS_PER_LOOKUP calls of a lookup.
- * No retries on any endpoint: a failed call is answered 502/504 and the
- * client may ask again within its budget; a retry would double what one
- * lookup may cost a node (viem retries a refused log range, -32005, with
- * backoff).
+ * The chain's endpoints as the indexer reaches them (rpc/client.ts: one
+ * transport per endpoint, the pool's health and failover, URLs redacted in
+ * every state and label), with one attempt per call: a failed call is
+ * answered 502/504 and the client may ask again within its budget; a retry
+ * would double what one lookup may cost a node.
  */
-function transportOf(endpoint: ChainEndpoint, timeoutMs: number, maxAnswerBytes: number) {
-  const fetchFn = cappedFetch(maxAnswerBytes, { receiptLogs: entryPointEvents(endpoint.entryPoints) })
-  const transports = urlsOf(endpoint).map((url) => http(url, { timeout: timeoutMs, retryCount: 0, fetchFn }))
-  if (transports.length === 1) return transports[0]!
-  return fallback(transports, { rank: false, retryCount: 0, shouldThrow: (error) => !worthAnotherEndpoint(error) })
+function rpcOf(endpoint: ChainEndpoint, options: ChainOptions): Rpc {
+  return createRpc({
+    urls: urlsOf(endpoint),
+    timeoutMs: options.timeoutMs,
+    batchSize: 1,
+    ...(options.maxAnswerBytes !== undefined && { answerBytes: options.maxAnswerBytes, batchBytes: Math.min(10 * 2 ** 20, options.maxAnswerBytes) }),
+    concurrency: IN_FLIGHT,
+    maxConcurrency: MOST_IN_FLIGHT,
+    maxAttempts: 1,
+    ...(options.httpClient && { httpClient: options.httpClient }),
+  })
+}
+
+/**
+ * One piece of work on the chain's endpoints, moving on to the next only
+ * when one is down, hung, failing (5xx) or out of quota (429) —
+ * worthAnotherEndpoint — and each endpoint tried once. The endpoint that
+ * failed so is sick for the pool (rpc/endpoints/endpoint-health.ts): the
+ * next lookups go around it until its probe answers, so a hung endpoint
+ * costs one lookup one timeout, not every lookup. A JSON-RPC refusal of the
+ * call itself (a log range too large) is the node's answer: it goes back
+ * to the lookup, which handles it, and no other endpoint is asked.
+ */
+async function askChain<T>(rpc: Rpc, work: (endpoint: Endpoint) => Promise<T>): Promise<T> {
+  const outcome = await rpc.pool.run(1, async (endpoint): Promise<{ value: T } | { refused: unknown }> => {
+    try {
+      return { value: await work(endpoint) }
+    } catch (error) {
+      if (worthAnotherEndpoint(error)) throw error
+      return { refused: error }
+    }
+  })
+  if ('refused' in outcome) throw outcome.refused
+  return outcome.value
 }
 
 /** The logs validation reads of a receipt: the UserOperationEvents of the chain's EntryPoints (records.ts attributionsOf). */
@@ -66,56 +102,37 @@ function entryPointEvents(entryPoints: readonly Address[]): LogFilter {
   return { addresses: new Set(entryPoints.map((address) => address.toLowerCase())), topics: [new Set([USER_OPERATION_EVENT_TOPIC])] }
 }
 
-/** The numeric id of a lone `eth_getTransactionReceipt` request, as viem sends one; undefined for any other request. */
-function receiptRequestId(init: RequestInit | undefined): number | undefined {
-  // every lookup's calls pass here: most are not receipts, and a substring says so without a parse
-  if (typeof init?.body !== 'string' || init.body.length > 1_000 || !init.body.includes('"eth_getTransactionReceipt"')) return undefined
-  try {
-    const request = JSON.parse(init.body) as { method?: unknown; id?: unknown }
-    return request.method === 'eth_getTransactionReceipt' && typeof request.id === 'number' ? request.id : undefined
-  } catch {
-    return undefined
-  }
+/**
+ * A receipt reduced as it is read: any transaction can emit a hundred
+ * megabytes of logs, and a parse of them all would take the API's heap
+ * several times over for a lookup that reads the status and the
+ * EntryPoints' events. The scanner reads the answer's bytes
+ * (receipts-scan.ts); an answer it cannot read is parsed and reduced the same.
+ */
+function receiptOf(rpc: Rpc, hash: Hex, logs: LogFilter): Promise<RawReceipt | null> {
+  return askChain(rpc, async (endpoint) => {
+    const [receipt] = await endpoint.transport.callMany<RawReceipt | null>({
+      method: 'eth_getTransactionReceipt',
+      params: [[hash]],
+      readBatch: (body) => {
+        const reduced = reducedReceipt(body, logs)
+        if (!reduced) throw new Error('not scanned: parsed instead')
+        return [reduced]
+      },
+      readResult: (value) => (value ? slimReceipt(value as RawReceipt, logs) : null),
+    })
+    return receipt ?? null
+  })
 }
 
-/**
- * fetch, reading the body no further than `mostBytes`: viem reads a whole
- * answer before parsing it, and a node streaming an endless body would
- * grow it until the timeout, in the API process, once per lookup in flight.
- *
- * A receipt is given to viem reduced to its fields and the logs
- * `receiptLogs` names: any transaction can emit a hundred megabytes of logs,
- * and viem's parse of them all would take the API's heap several times
- * over, for a lookup that reads the status and the EntryPoints' events.
- */
-export function cappedFetch(mostBytes: number, options: { receiptLogs?: LogFilter } = {}) {
-  return async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    const response = await fetch(input, init)
-    if (Number(response.headers.get('content-length')) > mostBytes) {
-      await response.body?.cancel()
-      throw new AnswerTooLargeError(mostBytes)
-    }
-    if (!response.body) return response
-    const reader = response.body.getReader()
-    const chunks: Uint8Array[] = []
-    let length = 0
-    for (let read = await reader.read(); !read.done; read = await reader.read()) {
-      length += read.value.byteLength
-      if (length > mostBytes) {
-        await reader.cancel()
-        throw new AnswerTooLargeError(mostBytes)
-      }
-      chunks.push(read.value)
-    }
-    // the body as read (decompressed): its length and encoding headers described the bytes on the wire
-    const headers = new Headers(response.headers)
-    headers.delete('content-length')
-    headers.delete('content-encoding')
-    const body = Buffer.concat(chunks, length)
-    const { receiptLogs } = options
-    const receiptId = receiptLogs ? receiptRequestId(init) : undefined
-    const reduced = receiptLogs && receiptId !== undefined ? reducedReceiptAnswer(body, receiptId, receiptLogs) : undefined
-    return new Response(reduced ?? body, { status: response.status, statusText: response.statusText, headers })
+function chainOf(slot: Slot, chainId: number, logRange: number): ValidationChain {
+  const logs = entryPointEvents(slot.endpoint.entryPoints)
+  return {
+    chainId,
+    request: <T>(method: string, params: unknown[] = []) => askChain(slot.rpc, (endpoint) => endpoint.transport.call<T>(method, params)),
+    receipt: (hash) => receiptOf(slot.rpc, hash, logs),
+    entryPoints: slot.endpoint.entryPoints,
+    logRange,
   }
 }
 
@@ -127,17 +144,16 @@ export function cappedFetch(mostBytes: number, options: { receiptLogs?: LogFilte
 export function createValidationChains(endpoints: readonly ChainEndpoint[], options: ChainOptions) {
   const logRange = options.initialLogRange ?? DEFAULT_LOG_RANGE
   const slots: Slot[] = endpoints.map((endpoint) => {
-    const client = createPublicClient({ transport: transportOf(endpoint, options.timeoutMs, options.maxAnswerBytes ?? DEFAULT_MOST_ANSWER_BYTES) })
-    const slot: Slot = { endpoint, client }
-    if (endpoint.chainId !== undefined) slot.chain = { chainId: endpoint.chainId, client, entryPoints: endpoint.entryPoints, logRange }
+    const slot: Slot = { endpoint, rpc: rpcOf(endpoint, options) }
+    if (endpoint.chainId !== undefined) slot.chain = chainOf(slot, endpoint.chainId, logRange)
     return slot
   })
 
   function resolve(slot: Slot): Promise<ValidationChain> {
     if (slot.chain) return Promise.resolve(slot.chain)
-    slot.resolving ??= slot.client.request({ method: 'eth_chainId' }).then(
+    slot.resolving ??= askChain(slot.rpc, (endpoint) => endpoint.transport.call<Hex>('eth_chainId')).then(
       (hex) => {
-        slot.chain = { chainId: hexToNumber(hex), client: slot.client, entryPoints: slot.endpoint.entryPoints, logRange }
+        slot.chain = chainOf(slot, Number.parseInt(hex, 16), logRange)
         slot.resolving = undefined
         return slot.chain
       },
@@ -176,7 +192,12 @@ export function createValidationChains(endpoints: readonly ChainEndpoint[], opti
     throw new ChainSelectionError(`${chainId} is not a configured chain (configured: ${configuredIds().join(', ') || 'none'})`)
   }
 
-  return { select, count: () => slots.length }
+  return {
+    select,
+    count: () => slots.length,
+    /** Each chain's endpoints as its pool sees them (URLs redacted). */
+    endpointStates: () => slots.map((slot) => slot.rpc.endpointStates()),
+  }
 }
 
 export type ValidationChains = ReturnType<typeof createValidationChains>

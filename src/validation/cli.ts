@@ -58,6 +58,7 @@ export async function runValidateRequest(config: Config, request: ValidationRequ
       chains: config.chains,
       rpcTimeoutMs: config.RPC_TIMEOUT_MS,
       rpcMaxAnswerBytes: config.RPC_MAX_ANSWER_BYTES,
+      rpcHttpClient: config.RPC_HTTP_CLIENT,
       logWindow: config.VALIDATE_LOG_WINDOW,
     })
     const result = await validator.validate(request)

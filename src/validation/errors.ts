@@ -1,5 +1,5 @@
-import { BaseError, HttpRequestError, RpcRequestError, TimeoutError } from 'viem'
-import { AnswerTooLargeError } from '../rpc/answer-buffers.js'
+import { redactRpcUrl } from '../rpc/endpoints/endpoint-redact.js'
+import { RpcFailure } from '../rpc/transport/failure-kinds.js'
 
 /** The chain does not know the hash (or the bounded search for it found nothing). */
 export class HashNotFoundError extends Error {
@@ -46,48 +46,51 @@ export class ValidationBusyError extends Error {
   }
 }
 
+/**
+ * An error's first line, any URL in it redacted (endpoint-redact.ts): the
+ * transport names no URL, but what a socket or undici says is passed on,
+ * and an RPC URL's key must not reach a client or a log line.
+ */
 function shortMessage(error: unknown): string {
-  // viem says only "HTTP request failed" of an answer cut off for its size: the cut is what the client needs to know
-  const tooLarge = error instanceof BaseError ? error.walk((inner) => inner instanceof AnswerTooLargeError) : undefined
-  if (tooLarge instanceof AnswerTooLargeError) return tooLarge.message
-  if (error instanceof BaseError) return error.shortMessage
-  return error instanceof Error ? error.message.split('\n')[0]! : String(error)
+  const line = error instanceof Error ? error.message.split('\n')[0]! : String(error)
+  return line.replace(/\bhttps?:\/\/[^\s"'<>]+/g, (url) => redactRpcUrl(url))
 }
 
-function walks(error: unknown, type: abstract new (...args: never[]) => Error): boolean {
-  return error instanceof BaseError && error.walk((inner) => inner instanceof type) instanceof type
-}
-
-/** True when the node answered with a JSON-RPC error (it is up, but refused this call). */
+/** True when the node answered this call with a JSON-RPC error (it is up, but refused this call). */
 export function isJsonRpcRefusal(error: unknown): boolean {
-  return walks(error, RpcRequestError) && !walks(error, TimeoutError)
+  return error instanceof RpcFailure && error.code !== undefined && error.kind !== 'timeout'
 }
 
-/** Classifies an error thrown by a viem call as a timeout or an outage. Errors of ours pass through. */
+/** Classifies an error of a call to the chain (rpc/'s RpcFailure) as a timeout or an outage. Errors of ours pass through. */
 export function toRpcFailure(error: unknown, chainId: number | undefined): Error {
   if (error instanceof HashNotFoundError || error instanceof ChainSelectionError) return error
   if (error instanceof RpcTimeoutError || error instanceof RpcUnavailableError) return error
-  if (error instanceof TimeoutError || walks(error, TimeoutError)) return new RpcTimeoutError(chainId, error)
+  if (error instanceof RpcFailure && error.kind === 'timeout') return new RpcTimeoutError(chainId, error)
   return new RpcUnavailableError(chainId, error)
 }
 
 /**
  * Whether a failed call is worth asking the chain's next endpoint: the node
- * could not be reached, or answered 5xx or 429 (out of order or out of
- * quota, as a node of another provider may not be). A JSON-RPC refusal of
- * this very call (a log range too large, bad params) is not: another node
- * would answer alike, and the lookup handles it. Nor is a timeout: the next
- * endpoint would get a whole RPC_TIMEOUT_MS more, so one lookup could hold
- * a client and a VALIDATE_RPC_CONCURRENCY slot for N timeouts.
+ * could not be reached, did not answer in time (hung: the pool then keeps
+ * it out of the next lookups), answered 5xx or 429, or an answer that is
+ * no JSON-RPC (out of order or out of quota, as a node of another provider
+ * may not be). A JSON-RPC refusal of this very call (a log range too large,
+ * bad params) is not: another node would answer alike, and the lookup
+ * handles it; nor is a 4xx other than 429 (this client refused).
  */
 export function worthAnotherEndpoint(error: unknown): boolean {
-  if (!(error instanceof BaseError) || walks(error, TimeoutError)) return false
-  const http = error.walk((inner) => inner instanceof HttpRequestError || inner instanceof RpcRequestError) as HttpRequestError | RpcRequestError | null
-  // no HTTP answer at all (refused, reset, DNS): viem's HttpRequestError without a status
-  if (http instanceof HttpRequestError && http.status === undefined) return true
-  const status = http?.status
-  if (status !== undefined) return status === 429 || status >= 500
-  // a rate limit some providers send as a JSON-RPC error in a 200 (Alchemy: 429, QuickNode: -32007)
-  const code = (error.walk((inner) => typeof (inner as { code?: unknown }).code === 'number') as { code?: number } | null)?.code
-  return code === 429 || code === -32007
+  if (!(error instanceof RpcFailure)) return false
+  switch (error.kind) {
+    case 'network':
+    case 'timeout':
+    case 'rate_limited':
+    case 'unreadable':
+    case 'unsupported_framing':
+      return true
+    case 'http_error':
+      return error.httpStatus === undefined || error.httpStatus >= 500
+    default:
+      // a rate limit some providers send as a JSON-RPC error in a 200 (QuickNode: -32007); a JSON-RPC error in a 5xx
+      return error.code === -32007 || (error.httpStatus !== undefined && error.httpStatus >= 500)
+  }
 }

@@ -25,11 +25,11 @@ type RawLogEntry = RawLog & { transactionHash: Hex | null; blockNumber: Hex | nu
 type Lookup = { chain: ValidationChain; hash: Hex }
 
 async function getTransaction(chain: ValidationChain, hash: Hex): Promise<RawTransaction | null> {
-  return (await chain.client.request({ method: 'eth_getTransactionByHash', params: [hash] })) as RawTransaction | null
+  return chain.request<RawTransaction | null>('eth_getTransactionByHash', [hash])
 }
 
 async function getReceipt(chain: ValidationChain, hash: Hex): Promise<RawReceipt | null> {
-  return (await chain.client.request({ method: 'eth_getTransactionReceipt', params: [hash] })) as RawReceipt | null
+  return chain.receipt(hash)
 }
 
 /** The mined transaction and its receipt, or HashNotFoundError (unknown or still pending). */
@@ -70,11 +70,9 @@ async function transactionFinding({ chain, hash }: Lookup): Promise<Finding> {
 }
 
 async function getLogs(chain: ValidationChain, hash: Hex, fromBlock: number, toBlock: number): Promise<RawLogEntry[]> {
-  const logs = await chain.client.request({
-    method: 'eth_getLogs',
-    params: [{ address: [...chain.entryPoints], topics: [USER_OPERATION_EVENT_TOPIC, hash], fromBlock: numberToHex(fromBlock), toBlock: numberToHex(toBlock) }],
-  })
-  return logs as unknown as RawLogEntry[]
+  return chain.request<RawLogEntry[]>('eth_getLogs', [
+    { address: [...chain.entryPoints], topics: [USER_OPERATION_EVENT_TOPIC, hash], fromBlock: numberToHex(fromBlock), toBlock: numberToHex(toBlock) },
+  ])
 }
 
 /**
@@ -84,7 +82,7 @@ async function getLogs(chain: ValidationChain, hash: Hex, fromBlock: number, toB
  * the next search.
  */
 async function findUserOperationEvent({ chain, hash }: Lookup, window: number): Promise<RawLogEntry> {
-  const head = hexToNumber(await chain.client.request({ method: 'eth_blockNumber' }))
+  const head = hexToNumber(await chain.request<Hex>('eth_blockNumber'))
   const lowest = Math.max(0, head - window + 1)
   let toBlock = head
   for (let queries = 0; toBlock >= lowest && queries < MAX_LOG_QUERIES; queries++) {

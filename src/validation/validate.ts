@@ -1,5 +1,6 @@
 import type { Database } from '../db/client.js'
 import type { Registry } from '../registry/register.js'
+import type { HttpClientKind } from '../rpc/wire/http-post.js'
 import { createValidationChains, type ChainEndpoint } from './chains.js'
 import { findIndexed } from './index-lookup.js'
 import { createNodeLookups } from './node-lookups.js'
@@ -17,6 +18,8 @@ export type ValidatorOptions = {
   rpcTimeoutMs: number
   /** Most bytes one node answer may have (RPC_MAX_ANSWER_BYTES). */
   rpcMaxAnswerBytes?: number
+  /** The HTTP client of http RPC URLs (RPC_HTTP_CLIENT), as the indexer's. */
+  rpcHttpClient?: HttpClientKind
   /** Blocks back from the head searched for a UserOperation hash (VALIDATE_LOG_WINDOW). */
   logWindow: number
   /** How long an answer found in the index is reused (0: never). */
@@ -51,6 +54,7 @@ export function createValidator(options: ValidatorOptions) {
   const chains = createValidationChains(options.chains, {
     timeoutMs: options.rpcTimeoutMs,
     ...(options.rpcMaxAnswerBytes !== undefined && { maxAnswerBytes: options.rpcMaxAnswerBytes }),
+    ...(options.rpcHttpClient && { httpClient: options.rpcHttpClient }),
   })
   const indexCacheMs = options.indexCacheMs ?? 2_000
   // agents and dashboards poll the same hashes; an indexed answer only changes on a reorg

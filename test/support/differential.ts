@@ -4,7 +4,7 @@ import { decodeAttribution, type DecodeResult } from '../../src/attribution/deco
 import { MARKER_HEX } from '../../src/attribution/marker.js'
 import { boundedCode } from '../../src/attribution/limits.js'
 import { candidateFilter } from '../../src/attribution/records.js'
-import { matchesFilter, scanBlockBatch, ScanFailed, type ScannedBlock } from '../../src/rpc/block-scan.js'
+import { matchesFilter, scanBlockBatch, ScanFailed, type ScannedBlock } from '../../src/rpc/scan/block-scan.js'
 import type { Random } from '../../devnet/random.js'
 import { bundleDisagreement, eventDisagreement, randomBundleInput, randomEventLog } from './bundle-differential.js'
 

@@ -1,4 +1,4 @@
-import type { HttpAnswer } from './http-post.js'
+import type { HttpAnswer } from '../wire/http-post.js'
 
 /**
  * What went wrong with a request to the node, as the transport reacts to it
@@ -12,6 +12,9 @@ import type { HttpAnswer } from './http-post.js'
  * - http_error, network, unreadable: of a batch, maybe its length (a proxy that drops long
  *   batches, cuts their answers or answers an error page): one call alone tells, then the rest is
  *   asked in halves; of a single call, a transient fault — retried after a backoff;
+ * - unsupported_framing: the answer is framed in a way the socket reader does not read (a transfer
+ *   coding other than plain chunked, refused at its head) — retried after a backoff, like any call
+ *   that failed; RPC_HTTP_CLIENT=undici reads such a node;
  * - item_error: one call's error — retried after a backoff.
  */
 export type FailureKind =
@@ -22,6 +25,7 @@ export type FailureKind =
   | 'http_error'
   | 'network'
   | 'unreadable'
+  | 'unsupported_framing'
   | 'item_error'
 
 export type RpcErrorObject = { code?: number; message?: string }
@@ -33,12 +37,24 @@ export class RpcFailure extends Error {
   answeredBytes?: number
   /** For item_error: the error of a result that failed its check (a block the node has not got yet). */
   checkFailed?: Error
+  /** The HTTP status of a non-2xx answer. */
+  httpStatus?: number
+  /** The code of a JSON-RPC error object the node answered. */
+  code?: number
   constructor(
     readonly kind: FailureKind,
     message: string,
     readonly retryAfterMs?: number,
   ) {
     super(message)
+  }
+
+  /** The same failure told with another message (what the call was, how many attempts): what the node said is kept. */
+  retold(message: string): RpcFailure {
+    const failure = new RpcFailure(this.kind, message, this.retryAfterMs)
+    if (this.httpStatus !== undefined) failure.httpStatus = this.httpStatus
+    if (this.code !== undefined) failure.code = this.code
+    return failure
   }
 }
 
@@ -64,6 +80,12 @@ export function classifyError(error: RpcErrorObject, wholeBatch: boolean): Failu
 
 /** A non-2xx HTTP answer, as the failure it stands for. */
 export function classifyHttp(answer: HttpAnswer, batchLength: number): RpcFailure {
+  const failure = httpFailure(answer, batchLength)
+  failure.httpStatus = answer.status
+  return failure
+}
+
+function httpFailure(answer: HttpAnswer, batchLength: number): RpcFailure {
   const said = answer.text.slice(0, 200).replace(/\s+/g, ' ')
   const describe = `HTTP ${answer.status}${said ? `: ${said}` : ''}`
   if (answer.status === 429) return new RpcFailure('rate_limited', describe, answer.retryAfterMs)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createRandom } from '../../devnet/random.js'
+import { createRandom } from '../../../devnet/random.js'
 import { createOperatingPointSearch, type OperatingPoint } from './operating-point.js'
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { classifyError, classifyHttp, limitIn } from './failure-kinds.js'
-import { httpAnswer } from './http-post.js'
+import { httpAnswer } from '../wire/http-post.js'
 
 const answer = (status: number, text = '', retryAfterMs?: number) => httpAnswer(status, Buffer.from(text), retryAfterMs, 1)
 

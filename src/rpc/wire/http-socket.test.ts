@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createAnswerBuffers } from './answer-buffers.js'
-import { postOverSocket } from './http-socket.js'
+import { createSocketClient } from './http-socket.js'
 
 /**
  * The socket reader against servers that answer byte for byte as written
@@ -12,6 +12,9 @@ import { postOverSocket } from './http-socket.js'
  * connection breaks.
  */
 
+
+/** In a list of writes: the server ends the connection there, once the writes before it are sent. */
+const END = Symbol('end')
 
 type Raw = { url: string; connections: () => number; requests: string[] }
 
@@ -23,7 +26,7 @@ function closeNow(server: Server | NetServer, sockets: Set<Socket>): Promise<unk
 const closers: Array<() => Promise<unknown>> = []
 
 /** A TCP server that reads each request whole (head + Content-Length) and answers with `answer(request, n)`: the writes, each sent apart. */
-async function rawServer(answer: (request: string, n: number, socket: Socket) => Array<string | Buffer> | 'hang' | 'close'): Promise<Raw> {
+async function rawServer(answer: (request: string, n: number, socket: Socket) => Array<string | Buffer | typeof END> | 'hang' | 'close', host = '127.0.0.1'): Promise<Raw> {
   let connections = 0
   const requests: string[] = []
   const sockets = new Set<Socket>()
@@ -47,6 +50,10 @@ async function rawServer(answer: (request: string, n: number, socket: Socket) =>
         if (writes === 'close') return void socket.destroy()
         for (const write of writes) {
           if (socket.destroyed) return
+          if (write === END) {
+            socket.end()
+            continue
+          }
           socket.write(write)
           // apart, so the client's reads see the pieces as sent
           await sleep(2)
@@ -55,14 +62,18 @@ async function rawServer(answer: (request: string, n: number, socket: Socket) =>
     })
   })
   closers.push(() => closeNow(server, sockets))
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc?key=abc`, connections: () => connections, requests }
+  await new Promise<void>((resolve) => server.listen(0, host, () => resolve()))
+  const hostInUrl = host.includes(':') ? `[${host}]` : host
+  return { url: `http://${hostInUrl}:${(server.address() as AddressInfo).port}/rpc?key=abc`, connections: () => connections, requests }
 }
 
 afterEach(async () => {
   await Promise.all(closers.splice(0).map((close) => close()))
 })
 
+/** This file's client: its connections kept alive from one request to the next, as a transport's are. */
+const client = createSocketClient()
+const postOverSocket = client.post
 const buffers = () => createAnswerBuffers({ kept: 4 })
 const signal = () => AbortSignal.timeout(5_000)
 
@@ -116,11 +127,8 @@ describe('postOverSocket', () => {
   })
 
   it('reads an answer framed by the connection closing, skips a 100 Continue head, and keeps the status and Retry-After', async () => {
-    const server = await rawServer((_, n, socket) => {
-      if (n === 1) {
-        setTimeout(() => socket.end(), 20)
-        return ['HTTP/1.1 100 Continue\r\n\r\n', 'HTTP/1.0 429 Too Many Requests\r\nRetry-After: 2\r\n\r\n', '{"error":', '"slow down"}']
-      }
+    const server = await rawServer((_, n) => {
+      if (n === 1) return ['HTTP/1.1 100 Continue\r\n\r\n', 'HTTP/1.0 429 Too Many Requests\r\nRetry-After: 2\r\n\r\n', '{"error":', '"slow down"}', END]
       return [`HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok`]
     })
     expect(await text(server.url)).toEqual({ status: 429, text: '{"error":"slow down"}', retryAfter: '2' })
@@ -194,9 +202,51 @@ describe('postOverSocket', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
     for (withLength of [false, true]) {
-      const answer = await postOverSocket(url, '{}', buffers(), signal())
+      // 40 MB through node:http on a machine shared with other test files: the default 5 s is no measure here
+      const answer = await postOverSocket(url, '{}', buffers(), AbortSignal.timeout(60_000))
       expect(answer.length).toBe(body.length)
       expect(answer.buffer.toString('latin1', 0, answer.length)).toBe(body)
     }
+  })
+
+  it('keeps the brackets of an IPv6 host in the Host header', async () => {
+    const server = await rawServer(() => ['HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'], '::1')
+    expect((await text(server.url)).text).toBe('ok')
+    expect(server.requests[0]).toContain(`\r\nHost: [::1]:${new URL(server.url).port}\r\n`)
+  })
+
+  it.each(['gzip, chunked', 'chunked, chunked', 'identity'])('refuses the transfer coding %j at the head, by name, and closes the connection', async (coding) => {
+    const server = await rawServer(() => [`HTTP/1.1 200 OK\r\nTransfer-Encoding: ${coding}\r\n\r\n2\r\nok\r\n0\r\n\r\n`])
+    const error = await text(server.url).catch((caught: Error) => caught)
+    expect(error).toMatchObject({ name: 'SocketExchangeError', cause: { name: 'UnreadableFramingError' } })
+    expect((error as Error).message).toContain('transfer coding')
+  })
+
+  it('refuses a second Transfer-Encoding line as it refuses two codings in one', async () => {
+    const server = await rawServer(() => ['HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n\r\n0\r\n\r\n'])
+    expect(await text(server.url).catch((caught: Error) => caught)).toMatchObject({ cause: { name: 'UnreadableFramingError' } })
+  })
+
+  it('opens at most its cap of connections to a host: a request past it waits for one to come back', async () => {
+    const capped = createSocketClient({ maxConnectionsPerHost: 2 })
+    let answered = 0
+    const server = await rawServer((_, n) => {
+      answered = n
+      return ['HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok']
+    })
+    const answers = await Promise.all(Array.from({ length: 6 }, () => capped.post(server.url, '{}', buffers(), signal())))
+    expect(answers.map((answer) => answer.buffer.toString('latin1', 0, answer.length))).toEqual(new Array(6).fill('ok'))
+    expect(answered).toBe(6)
+    expect(server.connections()).toBe(2)
+    expect(capped.openTo(server.url)).toBe(2)
+    capped.close()
+  })
+
+  it('gives a waiting request a new connection when one closes instead of coming back', async () => {
+    const capped = createSocketClient({ maxConnectionsPerHost: 1 })
+    const server = await rawServer(() => ['HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok'])
+    const answers = await Promise.all(Array.from({ length: 3 }, () => capped.post(server.url, '{}', buffers(), signal())))
+    expect(answers.map((answer) => answer.length)).toEqual([2, 2, 2])
+    expect(server.connections()).toBe(3)
   })
 })

@@ -1,6 +1,8 @@
-import { isAscii } from 'node:buffer'
 import type { Hex } from 'viem'
-import type { RawTransaction } from './objects.js'
+import type { RawTransaction } from '../objects.js'
+import { checkScannable, closingQuote, isWhitespace, JSON_BYTES, parseBytes, ScanFailed, walkObject } from './bytes.js'
+
+export { ScanFailed }
 
 /**
  * Reading a batch of full blocks without parsing it.
@@ -42,18 +44,7 @@ export type TransactionFilter = {
   toAddresses: ReadonlySet<string>
 }
 
-export class ScanFailed extends Error {
-  override name = 'ScanFailed'
-}
-
-const QUOTE = 34
-const COMMA = 44
-const COLON = 58
-const BACKSLASH = 92
-const OPEN_BRACE = 123
-const CLOSE_BRACE = 125
-const OPEN_BRACKET = 91
-const CLOSE_BRACKET = 93
+const { QUOTE, COMMA, OPEN_BRACE, CLOSE_BRACE, OPEN_BRACKET, CLOSE_BRACKET } = JSON_BYTES
 const LOWER_I = 105
 const LOWER_T = 116
 const TRANSACTIONS_KEY = Buffer.from('"transactions":[', 'latin1')
@@ -68,6 +59,7 @@ export function matchesFilter(tx: { input?: unknown; to?: unknown }, filter: Tra
 /** The filter as the scanner reads it: the suffix as bytes, each listed address lowercase (as a string and as bytes). */
 type ByteFilter = { suffix: Uint8Array; lowercase: ReadonlySet<string>; addresses: Uint8Array[] }
 
+/** A pure cache: each filter object compiled once, forgotten with it (what it holds follows from its key alone). */
 const compiled = new WeakMap<TransactionFilter, ByteFilter>()
 
 function byteFilterOf(filter: TransactionFilter): ByteFilter {
@@ -78,17 +70,6 @@ function byteFilterOf(filter: TransactionFilter): ByteFilter {
     compiled.set(filter, bytes)
   }
   return bytes
-}
-
-function isWhitespace(code: number): boolean {
-  return code === 32 || code === 10 || code === 13 || code === 9
-}
-
-/** Index of the quote closing the string whose opening quote is at `open` (a native search: faster than a byte loop even for short strings). */
-function closingQuote(body: Buffer, open: number): number {
-  const end = body.indexOf(QUOTE, open + 1)
-  if (end < 0) throw new ScanFailed('unterminated string')
-  return end
 }
 
 /** Whether the string value between `start` and `end` (exclusive, quotes outside) ends with `suffix`. */
@@ -114,7 +95,7 @@ const KEY_OTHER = 0
 const KEY_INPUT = 1
 const KEY_TO = 2
 
-function keyKind(body: Uint8Array, start: number, length: number): number {
+const keyKind = (body: Uint8Array, start: number, length: number): number => {
   if (length === 5) {
     return body[start] === LOWER_I && body[start + 1] === 110 && body[start + 2] === 112 && body[start + 3] === 117 && body[start + 4] === LOWER_T
       ? KEY_INPUT
@@ -127,48 +108,15 @@ function keyKind(body: Uint8Array, start: number, length: number): number {
 /**
  * End (exclusive) of the transaction object starting at `start`, negated
  * (`-end`) when the transaction matches the filter: one number back, so the
- * hot loop allocates nothing and no state outlives the call.
+ * hot loop allocates nothing. `values` is the walk's scratch (bytes.ts walkObject).
  */
-function scanTransaction(body: Buffer, start: number, filter: ByteFilter): number {
-  let i = start
-  let depth = 0
-  let expectKey = true
-  let key = KEY_OTHER
-  let keysSeen = 0
-  let matched = false
-  for (;;) {
-    const c = body[i]
-    if (c === QUOTE) {
-      const end = closingQuote(body, i)
-      if (depth === 1 && expectKey) {
-        key = keyKind(body, i + 1, end - i - 1)
-        // JSON.parse keeps the last of a repeated key; the scanner would have to guess which counts
-        if (key !== KEY_OTHER && keysSeen & key) throw new ScanFailed('a transaction repeats its input or to key')
-        keysSeen |= key
-      } else if (depth === 1 && key !== KEY_OTHER) {
-        // calldata is most of a block's bytes: only its tail is compared
-        if (key === KEY_INPUT ? endsWith(body, i + 1, end, filter.suffix) : isListedBytes(body, i + 1, end, filter.addresses)) matched = true
-        key = KEY_OTHER
-      }
-      i = end + 1
-      continue
-    }
-    if (c === COLON) expectKey = false
-    else if (c === COMMA) {
-      expectKey = true
-      key = KEY_OTHER
-    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-      depth++
-      expectKey = c === OPEN_BRACE
-    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
-      depth--
-      if (depth === 0) return matched ? -(i + 1) : i + 1
-      if (depth < 0) throw new ScanFailed('unbalanced transaction object')
-    } else if (c === undefined) {
-      throw new ScanFailed('response ends inside a transaction')
-    }
-    i++
-  }
+function scanTransaction(body: Buffer, start: number, filter: ByteFilter, values: Int32Array): number {
+  const end = walkObject(body, start, keyKind, values)
+  // calldata is most of a block's bytes: only its tail is compared
+  const matched =
+    (values[2 * KEY_INPUT]! >= 0 && endsWith(body, values[2 * KEY_INPUT]!, values[2 * KEY_INPUT + 1]!, filter.suffix)) ||
+    (values[2 * KEY_TO]! >= 0 && isListedBytes(body, values[2 * KEY_TO]!, values[2 * KEY_TO + 1]!, filter.addresses))
+  return matched ? -end : end
 }
 
 /** Start of the object enclosing `position`: a backward walk counting braces (strings hold none). */
@@ -203,15 +151,6 @@ function enclosingObjectEnd(body: Buffer, position: number): number {
   throw new ScanFailed('block object does not end')
 }
 
-/** JSON.parse of a part of the (ASCII) body. */
-function parsePart(body: Buffer, start: number, end: number, what: string): unknown {
-  try {
-    return JSON.parse(body.toString('latin1', start, end))
-  } catch {
-    throw new ScanFailed(`${what} is not JSON`)
-  }
-}
-
 type HeaderFields = { number: Hex; hash: Hex; parentHash: Hex; timestamp: Hex }
 
 /** The block's own fields: its object with the transactions array left out. */
@@ -233,11 +172,9 @@ function headerOf(body: Buffer, blockStart: number, arrayStart: number, arrayEnd
  * ScanFailed when the response is not exactly one full block for each number.
  */
 export function scanBlockBatch(body: Buffer, numbers: readonly number[], filter: TransactionFilter): ScannedBlock[] {
-  // two native passes over the bytes: an escape anywhere means strings may hold quotes or hide keys
-  if (body.indexOf(BACKSLASH) >= 0) throw new ScanFailed('the response holds escaped characters')
-  // ASCII only, so byte offsets are character offsets and a Latin-1 slice is the text JSON.parse would see
-  if (!isAscii(body)) throw new ScanFailed('the response holds bytes outside ASCII')
+  checkScannable(body)
   const bytes = byteFilterOf(filter)
+  const values = new Int32Array(6)
   const byNumber = new Map<number, ScannedBlock>()
   let from = 0
   for (;;) {
@@ -253,9 +190,9 @@ export function scanBlockBatch(body: Buffer, numbers: readonly number[], filter:
       while (c === COMMA || (c !== undefined && isWhitespace(c))) c = body[++i]
       if (c === CLOSE_BRACKET) break
       if (c !== OPEN_BRACE) throw new ScanFailed('transactions hold something other than objects (hashes only?)')
-      const scanned = scanTransaction(body, i, bytes)
+      const scanned = scanTransaction(body, i, bytes, values)
       const end = Math.abs(scanned)
-      if (scanned < 0) candidates.push(parsePart(body, i, end, 'a candidate transaction') as RawTransaction)
+      if (scanned < 0) candidates.push(parseBytes(body, i, end, 'a candidate transaction') as RawTransaction)
       txCount++
       i = end
     }

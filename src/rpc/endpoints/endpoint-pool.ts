@@ -1,8 +1,8 @@
-import { BlockNotFoundError, ReceiptNotFoundError, ReceiptsOfAnotherBlockError } from './errors.js'
+import { BlockNotFoundError, ReceiptNotFoundError, ReceiptsOfAnotherBlockError } from '../errors.js'
 import { createEndpointHealth, type EndpointHealth, type HealthState } from './endpoint-health.js'
 import { createEndpointMeter, type EndpointMeter } from './endpoint-meter.js'
 import { redactRpcUrl } from './endpoint-redact.js'
-import type { Transport } from './transport.js'
+import type { Transport } from '../transport/transport.js'
 
 /**
  * The RPC endpoints of one chain, and which one does each piece of work.

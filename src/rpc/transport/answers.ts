@@ -76,5 +76,7 @@ export function readResult<T>(read: ReadResult<T>, result: unknown, position: nu
 /** A JSON-RPC error object as a failure; `wholeBatch` when it answered a batch as a whole (id null). */
 export function failureOf(error: RpcErrorObject, wholeBatch: boolean): RpcFailure {
   const kind = classifyError(error, wholeBatch)
-  return new RpcFailure(kind, `${error.message ?? 'error'} (${error.code ?? 'no code'})`)
+  const failure = new RpcFailure(kind, `${error.message ?? 'error'} (${error.code ?? 'no code'})`)
+  if (typeof error.code === 'number') failure.code = error.code
+  return failure
 }

@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
+import { until } from '../../../test/support/poll.js'
 import { createEndpoint, createEndpointPool } from './endpoint-pool.js'
-import { BlockNotFoundError } from './errors.js'
-import type { Transport } from './transport.js'
+import { BlockNotFoundError } from '../errors.js'
+import type { Transport } from '../transport/transport.js'
 
 /**
  * The pool's routing on simulated endpoints (the transports' own behaviour
@@ -31,6 +32,12 @@ const work = (nodes: Map<Transport, ReturnType<typeof simulated>>, items: number
   return items
 }
 
+/** A clock the test moves: the endpoints' health (cool-downs) and meters read it. */
+function manualClock() {
+  let ms = 1_000_000
+  return { now: () => ms, advance: (by: number) => (ms += by) }
+}
+
 describe('endpoint pool', () => {
   it('spreads work in proportion to measured throughput', async () => {
     const fast = simulated({ msPerItem: 1 })
@@ -53,7 +60,8 @@ describe('endpoint pool', () => {
     const a = simulated({ msPerItem: 1 })
     const b = simulated({ msPerItem: 1 })
     const nodes = new Map([a, b].map((sim) => [sim.transport, sim]))
-    const pool = createEndpointPool([createEndpoint('http://a.example', a.transport), createEndpoint('http://b.example', b.transport)])
+    const clock = manualClock()
+    const pool = createEndpointPool([createEndpoint('http://a.example', a.transport, clock.now), createEndpoint('http://b.example', b.transport, clock.now)])
     b.node.down = true
     // four at a time, so that b is given some: every work still succeeds (on a)
     for (let i = 0; i < 10; i++) expect(await Promise.all([1, 2, 3, 4].map(() => pool.run(1, work(nodes, 1))))).toEqual([1, 1, 1, 1])
@@ -62,11 +70,14 @@ describe('endpoint pool', () => {
     expect(b.node.calls).toBeGreaterThan(0)
     expect(b.node.calls).toBeLessThanOrEqual(2)
     b.node.down = false
-    await sleep(1_100)
+    // within the cool-down (1 s) no probe goes
+    clock.advance(999)
+    await pool.run(1, work(nodes, 1))
+    expect(b.node.probes).toBe(0)
+    clock.advance(1)
     await pool.run(1, work(nodes, 1)) // the cool-down is over: this choice sends the probe
-    await sleep(10)
+    await until('the probe took b back', () => pool.states()[1]!.state === 'healthy')
     expect(b.node.probes).toBe(1)
-    expect(pool.states()[1]!.state).toBe('healthy')
   })
 
   it('moves a work an endpoint lacks the block for, without calling the endpoint sick', async () => {
@@ -94,7 +105,11 @@ describe('endpoint pool', () => {
   it('refuses an endpoint of another chain, and keeps one that was down out until its probe finds the right chain', async () => {
     const a = simulated({ msPerItem: 0 })
     const b = simulated({ msPerItem: 0 })
-    const pool = createEndpointPool([createEndpoint('http://a.example', a.transport), createEndpoint('http://b.example/v2/oKxs8xQ3bZ1yN7kP0aLmT4', b.transport)])
+    const clock = manualClock()
+    const pool = createEndpointPool([
+      createEndpoint('http://a.example', a.transport, clock.now),
+      createEndpoint('http://b.example/v2/oKxs8xQ3bZ1yN7kP0aLmT4', b.transport, clock.now),
+    ])
     b.node.chainId = 10
     await expect(pool.requireChainId(8453)).rejects.toThrow('the RPC at http://b.example/v2/*** serves chain 10, but it is listed among the endpoints of chain 8453')
     b.node.down = true
@@ -102,9 +117,11 @@ describe('endpoint pool', () => {
     expect(pool.states()[1]!.state).toBe('sick')
     // back, but as another chain's node: its probe keeps it out
     b.node.down = false
-    await sleep(1_100)
+    clock.advance(1_000)
+    const probesBefore = b.node.probes
     await pool.run(1, async () => 1)
-    await sleep(10)
+    // the probe answered (its chain id asked) and was judged: sick again, with why
+    await until('the probe was judged', () => b.node.probes > probesBefore && pool.states()[1]!.state === 'sick')
     expect(pool.states()[1]!).toMatchObject({ state: 'sick', lastError: 'serves chain 10, not chain 8453' })
   })
 

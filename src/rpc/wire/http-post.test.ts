@@ -2,8 +2,8 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AnswerTooLargeError, createAnswerBuffers } from './answer-buffers.js'
-import { decodeBody, postJson, postJsonOverUndici, RpcNetworkError } from './http-post.js'
-import { streamEndlessly } from '../../test/support/rpc-proxy.js'
+import { createHttpPoster, decodeBody, postJsonOverUndici, RpcNetworkError, UnreadableFramingError } from './http-post.js'
+import { streamEndlessly } from '../../../test/support/rpc-proxy.js'
 
 /** A node that declares `declared` bytes and sends `body`, then ends the connection. */
 function lyingNode(declared: number, body: string): Promise<Server> {
@@ -28,7 +28,8 @@ function endlessNode(): Promise<Server> {
 
 // the socket reader (http URLs) and undici (https URLs, the bench's plain client) keep the same promises
 describe.each([
-  ['postJson (socket reader)', postJson],
+  ['the socket reader', createHttpPoster().post],
+  ['undici (RPC_HTTP_CLIENT=undici)', createHttpPoster({ client: 'undici' }).post],
   ['postJsonOverUndici', postJsonOverUndici],
 ])('%s', (_, post) => {
   let server: Server
@@ -107,6 +108,33 @@ describe('decodeBody', () => {
   it('reads ASCII and UTF-8 answers as their text, whichever way it decodes them', () => {
     for (const text of ['{"jsonrpc":"2.0","id":0,"result":"0xabc"}', '{"error":{"message":"nœud indisponible — réessayez ✓"}}', '']) {
       expect(decodeBody(Buffer.from(text, 'utf8'))).toBe(text)
+    }
+  })
+})
+
+describe('an answer in a transfer coding the socket reader does not read', () => {
+  /** A node that answers `Transfer-Encoding: gzip, chunked` (the body itself plain: what matters is the head). */
+  function gzipChunkedNode(): Promise<Server> {
+    const server = createServer((request, response) => {
+      request.resume()
+      request.on('end', () => {
+        response.socket!.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n')
+        response.socket!.end()
+      })
+    })
+    return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)))
+  }
+
+  it('is refused at its head as UnreadableFramingError, naming the escape hatch, not a network error', async () => {
+    const node = await gzipChunkedNode()
+    try {
+      const url = `http://127.0.0.1:${(node.address() as AddressInfo).port}`
+      const error = await createHttpPoster().post(url, '{}', 5_000, createAnswerBuffers({ kept: 1 })).catch((caught: Error) => caught)
+      expect(error).toBeInstanceOf(UnreadableFramingError)
+      expect((error as Error).message).toContain('RPC_HTTP_CLIENT=undici')
+    } finally {
+      node.closeAllConnections()
+      await new Promise<void>((resolve) => node.close(() => resolve()))
     }
   })
 })

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { MARKER_HEX } from '../attribution/marker.js'
+import { MARKER_HEX } from '../../attribution/marker.js'
 import { matchesFilter, scanBlockBatch, ScanFailed } from './block-scan.js'
 
 const entryPoint = '0x0000000071727de22e5e9d8baf0edac6f37da032'

@@ -1,7 +1,10 @@
 import { isAscii } from 'node:buffer'
-import { request } from 'undici'
+import { Agent, request, type Dispatcher } from 'undici'
 import { AnswerTooLargeError, type AnswerBuffers } from './answer-buffers.js'
-import { postOverSocket } from './http-socket.js'
+import { UnreadableFramingError } from './http-head.js'
+import { createSocketClient } from './http-socket.js'
+
+export { UnreadableFramingError }
 
 /**
  * What one HTTP POST to the node came back with, before any JSON-RPC
@@ -82,16 +85,43 @@ export function parseRetryAfter(header: string | string[] | undefined): number |
   return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now())
 }
 
-/**
- * POSTs one JSON-RPC body and reads the whole answer into a buffer of
- * `buffers`, whatever its status; the caller releases it once read. An
- * http URL goes over the project's socket reader (http-socket.ts: the
- * answer lands in the buffer with no copy); an https one over undici.
- */
-export function postJson(url: string, requestBody: string, timeoutMs: number, buffers: AnswerBuffers): Promise<HttpAnswer> {
-  if (!url.startsWith('http:')) return postJsonOverUndici(url, requestBody, timeoutMs, buffers)
-  return timedPost(timeoutMs, buffers, (signal) => postOverSocket(url, requestBody, buffers, signal))
+/** Which client carries http URLs: the project's socket reader (the default), or undici (RPC_HTTP_CLIENT=undici, the escape hatch). */
+export type HttpClientKind = 'socket' | 'undici'
+
+export type HttpPosterOptions = {
+  client?: HttpClientKind
+  /** Most connections open to one host and port (a transport gives its most requests in flight). */
+  maxConnectionsPerHost?: number
 }
+
+/**
+ * One transport's HTTP client: POSTs one JSON-RPC body and reads the whole
+ * answer into a buffer of `buffers`, whatever its status; the caller
+ * releases it once read. An http URL goes over the project's socket reader
+ * (http-socket.ts: the answer lands in the buffer with no copy), unless
+ * `client` is undici; an https one always over undici. Its connections
+ * (both clients') are its own, at most `maxConnectionsPerHost` to a host.
+ */
+export function createHttpPoster(options: HttpPosterOptions = {}) {
+  const connections = options.maxConnectionsPerHost ?? 16
+  const socket = createSocketClient({ maxConnectionsPerHost: connections })
+  let agent: Agent | undefined
+  const dispatcher = () => (agent ??= new Agent({ connections }))
+  return {
+    post(url: string, requestBody: string, timeoutMs: number, buffers: AnswerBuffers): Promise<HttpAnswer> {
+      if (options.client === 'undici' || !url.startsWith('http:')) return postJsonOverUndici(url, requestBody, timeoutMs, buffers, dispatcher())
+      return timedPost(timeoutMs, buffers, (signal) => socket.post(url, requestBody, buffers, signal))
+    },
+    /** Connections the socket reader has open to the host of `url`. */
+    socketsOpenTo: (url: string) => socket.openTo(url),
+    async close() {
+      socket.close()
+      await agent?.close()
+    },
+  }
+}
+
+export type HttpPoster = ReturnType<typeof createHttpPoster>
 
 /**
  * postJson over undici's request API, for https URLs (and the bench's plain
@@ -99,9 +129,9 @@ export function postJson(url: string, requestBody: string, timeoutMs: number, bu
  * streams copied and decoded it in small steps (about a fifth of the
  * indexer's CPU in the backfill profile).
  */
-export function postJsonOverUndici(url: string, requestBody: string, timeoutMs: number, buffers: AnswerBuffers): Promise<HttpAnswer> {
+export function postJsonOverUndici(url: string, requestBody: string, timeoutMs: number, buffers: AnswerBuffers, dispatcher?: Dispatcher): Promise<HttpAnswer> {
   return timedPost(timeoutMs, buffers, async (signal) => {
-    const response = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: requestBody, signal })
+    const response = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: requestBody, signal, ...(dispatcher && { dispatcher }) })
     const declared = Number(response.headers['content-length'])
     if (declared > buffers.mostBytes) {
       response.body.destroy()
@@ -128,8 +158,9 @@ async function timedPost(timeoutMs: number, buffers: AnswerBuffers, post: (signa
     return httpAnswer(status, buffer.subarray(0, length), parseRetryAfter(retryAfter), performance.now() - started, release)
   } catch (error) {
     if (signal.aborted) throw new RpcTimeoutError(timeoutMs)
-    const tooLarge = error instanceof AnswerTooLargeError ? error : (error as Error).cause
-    if (tooLarge instanceof AnswerTooLargeError) throw tooLarge
+    // what the answer was, not how the connection fared: the transport reacts to each by its kind
+    const reason = error instanceof AnswerTooLargeError || error instanceof UnreadableFramingError ? error : (error as Error).cause
+    if (reason instanceof AnswerTooLargeError || reason instanceof UnreadableFramingError) throw reason
     throw new RpcNetworkError(`request to the node failed: ${(error as Error).message}`, { cause: error })
   }
 }

@@ -1,4 +1,4 @@
-import { ScanFailed } from './block-scan.js'
+import { JSON_BYTES, isWhitespace, parseBytes, ScanFailed } from './bytes.js'
 
 /**
  * A forward reader over the bytes of a JSON-RPC answer, for the scanners
@@ -9,16 +9,7 @@ import { ScanFailed } from './block-scan.js'
  * it (ScanFailed): the caller then parses it the ordinary way.
  */
 
-const QUOTE = 34
-const COMMA = 44
-const OPEN_BRACE = 123
-const CLOSE_BRACE = 125
-const OPEN_BRACKET = 91
-const CLOSE_BRACKET = 93
-
-function isWhitespace(code: number | undefined): boolean {
-  return code === 32 || code === 10 || code === 13 || code === 9
-}
+const { QUOTE, COMMA, OPEN_BRACE, CLOSE_BRACE, OPEN_BRACKET, CLOSE_BRACKET } = JSON_BYTES
 
 /** The bytes of one answer, read forward from `at`. One per scan: nothing outlives the call. */
 export class Cursor {
@@ -101,13 +92,7 @@ export class Cursor {
   }
 }
 
-export const word = (text: string) => Buffer.from(text, 'latin1')
-
 /** JSON.parse of a part of the (ASCII) body. */
 export function parsePart(cursor: Cursor, start: number, end: number, what: string): unknown {
-  try {
-    return JSON.parse(cursor.text(start, end))
-  } catch {
-    throw new ScanFailed(`${what} is not JSON`)
-  }
+  return parseBytes(cursor.body, start, end, what)
 }

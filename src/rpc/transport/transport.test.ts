@@ -1,7 +1,7 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import type { Server } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { streamEndlessly } from '../../test/support/rpc-proxy.js'
+import { streamEndlessly } from '../../../test/support/rpc-proxy.js'
+import { answerEach, startNode } from '../../../test/support/json-rpc-node.js'
 import { createTransport } from './transport.js'
 
 /**
@@ -15,29 +15,6 @@ let server: Server
 let url: string
 /** Calls per request the node received, in order (0 for a single call sent alone). */
 const received: number[] = []
-
-type Call = { id: number; params: [string] }
-
-/** A JSON-RPC node on a free port: `serve` answers each request's calls (`batch`: they came as a batch). */
-async function startNode(serve: (calls: Call[], batch: boolean, res: ServerResponse, req: IncomingMessage) => void): Promise<{ server: Server; url: string }> {
-  const node = createServer((req, res) => {
-    let body = ''
-    req.on('data', (chunk) => (body += chunk))
-    req.on('end', () => {
-      const parsed = JSON.parse(body) as Call | Call[]
-      serve(Array.isArray(parsed) ? parsed : [parsed], Array.isArray(parsed), res, req)
-    })
-  })
-  await new Promise<void>((resolve) => node.listen(0, '127.0.0.1', resolve))
-  return { server: node, url: `http://127.0.0.1:${(node.address() as AddressInfo).port}` }
-}
-
-/** Each call answered with `result(call)`, as a batch or as the single answer. */
-function answerEach(res: ServerResponse, calls: Call[], batch: boolean, result: (call: Call) => unknown) {
-  const answers = calls.map((call) => ({ jsonrpc: '2.0', id: call.id, result: result(call) }))
-  res.setHeader('content-type', 'application/json')
-  res.end(JSON.stringify(batch ? answers : answers[0]))
-}
 
 beforeAll(async () => {
   ;({ server, url } = await startNode((calls, batch, res) => {
@@ -221,7 +198,7 @@ describe('a node that caps the requests in flight', () => {
     const spec = (from: number) => ({
       method: 'eth_getBlockByNumber',
       params: Array.from({ length: 40 }, (_, i) => [`0x${(from + i).toString(16)}`, true]),
-      paced: true,
+      // not paced: the throughput search (which moves the batch size by measured time) stays out of a test of the byte share
       readResult: (result: unknown) => (result as { padding: string }).padding.length,
     })
     const results = await Promise.all([0, 100, 200, 300].map((from) => transport.callMany(spec(from))))
@@ -231,92 +208,5 @@ describe('a node that caps the requests in flight', () => {
     // before the refusal at most 10 blocks a request; after it 20, never more
     expect(Math.max(...lengths)).toBe(20)
     expect(transport.batchSize('eth_getBlockByNumber')).toBe(20)
-  })
-})
-
-describe("a 429's Retry-After", () => {
-  /**
-   * A node that holds each answer 20 ms and refuses with Retry-After: 1 the
-   * requests `refuses` picks (by arrival, from 1); `arrivals` records when
-   * each request came and whether it was refused.
-   */
-  async function refusingNode(refuses: (arrival: number, held: number) => boolean) {
-    const arrivals: Array<{ at: number; refused: boolean }> = []
-    let held = 0
-    const node = await startNode((calls, batch, res) => {
-      const refused = refuses(arrivals.length + 1, held)
-      arrivals.push({ at: performance.now(), refused })
-      if (refused) {
-        res.writeHead(429, { 'retry-after': '1', 'content-type': 'application/json' })
-        return void res.end('{"jsonrpc":"2.0","id":null,"error":{"code":-32005,"message":"too many requests"}}')
-      }
-      held++
-      setTimeout(() => {
-        held--
-        answerEach(res, calls, batch, () => ({ padding: 'x'.repeat(1_000) }))
-      }, 20)
-    })
-    return { ...node, arrivals }
-  }
-
-  /** 8 callers of 30 blocks each, 3 in flight at first, batches of 5. */
-  async function fetchThrough(nodeUrl: string) {
-    const transport = createTransport({ url: nodeUrl, timeoutMs: 5_000, maxBatchSize: 5, maxBatchBytes: 2 ** 30, concurrency: 3, maxConcurrency: 3, maxAttempts: 5 })
-    const spec = (from: number) => ({
-      method: 'eth_getBlockByNumber',
-      params: Array.from({ length: 30 }, (_, i) => [`0x${(from + i).toString(16)}`, true]),
-      paced: true,
-      readResult: (result: unknown) => (result as { padding: string }).padding.length,
-    })
-    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => transport.callMany(spec(i * 100))))
-    expect(results.flat()).toEqual(new Array(240).fill(1_000))
-    return transport
-  }
-
-  /**
-   * Requests that reached the node in the second after the `nth` refusal,
-   * from 100 ms on: one sent before the refusal was back (in flight beside
-   * it, which no pause can hold) can reach the node of a loaded machine tens
-   * of ms after it.
-   */
-  function sentInTheSecondAfter(arrivals: Array<{ at: number; refused: boolean }>, nth: number) {
-    const refusal = arrivals.filter((arrival) => arrival.refused)[nth - 1]!
-    return arrivals.filter((arrival) => arrival.at > refusal.at + 100 && arrival.at < refusal.at + 900).length
-  }
-
-  it('of a node that takes one request fewer than were sent holds back only the refused calls: the requests it takes go on', async () => {
-    const node = await refusingNode((_arrival, held) => held >= 2)
-    try {
-      const transport = await fetchThrough(node.url)
-      expect(node.arrivals.filter((arrival) => arrival.refused).length).toBeGreaterThan(0)
-      expect(transport.operatingPoint.mostInFlight).toBe(2)
-      // requests at the cap the refusal set went on during the refused calls' second
-      expect(sentInTheSecondAfter(node.arrivals, 1)).toBeGreaterThan(0)
-    } finally {
-      await new Promise<void>((resolve) => node.server.close(() => resolve()))
-    }
-  })
-
-  it('met again at the cap the first one set pauses every request of the node', async () => {
-    // the first refusal is the third request; the first to come 200 ms after it is refused too: a rate limit,
-    // not one request too many. That request must have been sent once the first refusal was back: one sent
-    // before (the same burst, which counts as one refusal) can reach a loaded machine's node tens of ms late
-    let firstRefusalAt: number | undefined
-    let refusedAgain = false
-    const node = await refusingNode((arrival) => {
-      if (arrival === 3) {
-        firstRefusalAt = performance.now()
-        return true
-      }
-      if (firstRefusalAt !== undefined && !refusedAgain && performance.now() > firstRefusalAt + 200) return (refusedAgain = true)
-      return false
-    })
-    try {
-      await fetchThrough(node.url)
-      expect(node.arrivals.filter((arrival) => arrival.refused).length).toBe(2)
-      expect(sentInTheSecondAfter(node.arrivals, 2)).toBe(0)
-    } finally {
-      await new Promise<void>((resolve) => node.server.close(() => resolve()))
-    }
   })
 })

@@ -1,14 +1,8 @@
-import { ScanFailed } from './block-scan.js'
-import { Cursor, parsePart, word } from './json-cursor.js'
-import type { LogFilter, RawLog, RawReceipt } from './objects.js'
+import { JSON_BYTES, ScanFailed, word } from './bytes.js'
+import { Cursor, parsePart } from './json-cursor.js'
+import type { LogFilter, RawLog, RawReceipt } from '../objects.js'
 
-// byte values as local constants: read through an import, each is a getter call in the loops below (tsx's module output)
-const CLOSE_BRACE = 125
-const CLOSE_BRACKET = 93
-const COLON = 58
-const OPEN_BRACE = 123
-const OPEN_BRACKET = 91
-const QUOTE = 34
+const { CLOSE_BRACE, CLOSE_BRACKET, COLON, OPEN_BRACE, OPEN_BRACKET, QUOTE } = JSON_BYTES
 
 /**
  * A receipt reduced to what the index reads of it, as it is read.
