@@ -1,0 +1,344 @@
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import type postgres from 'postgres'
+import { boundedReason } from '../attribution/limits.js'
+import type { Database } from '../db/client.js'
+import { arrayLiteral, attributionInsert, suffixInsert } from './attribution-columns.js'
+import { HOUR_MS, HOURLY_TOTALS_DAYS } from './buckets.js'
+import type { CommitOutcome, RangeResult } from './commit.js'
+import { recordsOf } from './commit.js'
+import { ATTRIBUTION_EVENTS_CHANNEL } from './events.js'
+import { createEveryChainMemory, forgetEveryChainState, writesEveryChain, type EveryChainMemory } from './every-chain.js'
+import { foldAggregates, type FoldedAggregates, type WindowBound } from './fold.js'
+import { CHAIN_SCOPE_KEY, CODE_SCOPE_KEY, scopedDistinctCtes } from './scope-refs.js'
+
+/**
+ * The bulk path of the commit (issue 40): ranges wholly at or below the
+ * chain's finalized block, committed in one transaction as the tip path
+ * commits (commit.ts) — the ranges flip to done with their rows, exactly
+ * once, a kill leaves all or nothing — but written the way finalized history
+ * can be:
+ * - attribution and suffix rows by `COPY … FROM STDIN`: no conflict to
+ *   handle, since the ranges are locked pending (no row of theirs exists)
+ *   and a range never overlaps another;
+ * - every aggregate folded in this process over the whole batch (fold.ts),
+ *   then one upsert per aggregate row, instead of grouping each statement's
+ *   returned rows in SQL.
+ * The aggregate tables are the tip path's (reference counts included), so
+ * reads, rollbacks and the tip path need nothing new, and a bulk-committed
+ * range is as reversible as any.
+ */
+
+type Tx = postgres.TransactionSql
+
+/** A batch with a range no longer pending: nothing written, its caller commits the ranges one by one. */
+class StaleBatch extends Error {}
+
+export async function commitFinalRanges(db: Database, results: readonly RangeResult[], memory: EveryChainMemory = createEveryChainMemory()): Promise<CommitOutcome[]> {
+  const sql = db.$client
+  const chainIds = results.map(({ job }) => job.chainId)
+  // the every-chain scope's state can change under a commit only once in a database's life: a second try fits
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const everyChain = await writesEveryChain(sql, chainIds, memory)
+    try {
+      const written = await sql.begin((tx) => commitInTransaction(tx, results, everyChain))
+      if (written) return results.map(({ rows }) => ({ committed: true, inserted: rows.length }))
+    } catch (error) {
+      if (error instanceof StaleBatch) return results.map(() => ({ committed: false, inserted: 0 }))
+      throw error
+    }
+    forgetEveryChainState(memory)
+  }
+  throw new Error('the every-chain scope state kept changing under the commit')
+}
+
+/** False when the every-chain scope is not in the state assumed (nothing written). */
+async function commitInTransaction(tx: Tx, results: readonly RangeResult[], everyChain: boolean): Promise<boolean> {
+  const [state] = await tx<{ ok: boolean }[]>`
+    select kept = ${everyChain} and (kept or only_chain = ${results[0]!.job.chainId}) as ok from every_chain_scope where id = 1 for share`
+  if (!state?.ok) return false
+  await flipRangesToDone(tx, results)
+  await storeBlocksAndMalformed(tx, results)
+  await copyRows(tx, results)
+  const context = await foldContext(tx, everyChain)
+  await writeAggregates(tx, foldAggregates(results, context))
+  return true
+}
+
+/** Locks the ranges in (chain, block) order and flips them to done, or throws StaleBatch if one is no longer pending. */
+async function flipRangesToDone(tx: Tx, results: readonly RangeResult[]) {
+  const batch = results.map(({ job, txCount, rows }) => ({
+    chain_id: job.chainId,
+    from_block: job.fromBlock,
+    to_hash: job.toHash,
+    tx_count: txCount,
+    attribution_count: rows.length,
+  }))
+  const [row] = await tx<{ done: number }[]>`
+    with batch as (
+      select * from jsonb_to_recordset(${JSON.stringify(batch)}::jsonb)
+        as b(chain_id int, from_block bigint, to_hash text, tx_count int, attribution_count int)
+    ),
+    locked as (
+      select r.chain_id, r.from_block from ranges r
+      join batch b on r.chain_id = b.chain_id and r.from_block = b.from_block and r.to_hash = b.to_hash
+      where r.status = 'pending'
+      order by r.chain_id, r.from_block
+      for update of r
+    ),
+    done as (
+      update ranges r
+      set status = 'done', tx_count = b.tx_count, attribution_count = b.attribution_count, done_at = now(), mismatch_at = null
+      from batch b
+      where (select count(*) from locked) = ${results.length}
+        and r.chain_id = b.chain_id and r.from_block = b.from_block and r.to_hash = b.to_hash and r.status = 'pending'
+      returning 1
+    )
+    select count(*)::int as done from done`
+  if (row!.done !== results.length) throw new StaleBatch()
+}
+
+async function storeBlocksAndMalformed(tx: Tx, results: readonly RangeResult[]) {
+  const blocks = results.flatMap(({ job, blocks }) =>
+    blocks.map((block) => ({
+      chain_id: job.chainId,
+      number: block.number,
+      hash: block.hash,
+      parent_hash: block.parentHash,
+      timestamp: new Date(block.timestamp * 1000).toISOString(),
+      tx_count: block.txCount,
+    })),
+  )
+  await tx`
+    insert into blocks (chain_id, number, hash, parent_hash, timestamp, tx_count)
+    select * from jsonb_to_recordset(${JSON.stringify(blocks)}::jsonb)
+      as k(chain_id int, number bigint, hash text, parent_hash text, timestamp timestamptz, tx_count int)
+    on conflict (chain_id, number) do update set
+      hash = excluded.hash, parent_hash = excluded.parent_hash, timestamp = excluded.timestamp, tx_count = excluded.tx_count`
+  const malformed = results.flatMap(({ job, malformed }) =>
+    malformed.map((m) => ({ chain_id: job.chainId, block_number: m.blockNumber, tx_hash: m.txHash, user_op_index: m.userOpIndex, reason: boundedReason(m.reason) })),
+  )
+  if (malformed.length === 0) return
+  await tx`
+    insert into malformed_suffixes (chain_id, block_number, tx_hash, user_op_index, reason)
+    select * from jsonb_to_recordset(${JSON.stringify(malformed)}::jsonb)
+      as m(chain_id int, block_number bigint, tx_hash text, user_op_index int, reason text)
+    on conflict do nothing`
+}
+
+/** The attribution and suffix rows, by COPY: the ranges are locked pending, so none of their rows exists yet. */
+async function copyRows(tx: Tx, results: readonly RangeResult[]) {
+  const rows = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: rows }))
+  if (rows.every((group) => group.sources.length === 0)) return
+  const records = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: recordsOf(rows) }))
+  await copyInto(tx, 'attributions', attributionInsert.names, attributionInsert.copyText(rows))
+  await copyInto(tx, 'attribution_suffixes', suffixInsert.names, suffixInsert.copyText(records))
+}
+
+async function copyInto(tx: Tx, table: string, columns: readonly string[], text: string) {
+  // table and column names are the schema's constants, never input
+  const writable = await tx.unsafe(`copy ${table} (${columns.map((name) => `"${name}"`).join(', ')}) from stdin`).writable()
+  await pipeline(Readable.from([text]), writable)
+}
+
+/** The ready windows (locked FOR SHARE, as the tip path locks them) and the first hour kept, by the database's clock. */
+async function foldContext(tx: Tx, everyChain: boolean) {
+  const windows = await tx<{ name: string; subject: WindowBound['subject']; from_ms: number; until_ms: number; ready: boolean }[]>`
+    select name, subject, ready, (extract(epoch from from_at) * 1000)::float8 as from_ms, (extract(epoch from until_at) * 1000)::float8 as until_ms
+    from window_bounds order by name for share`
+  const [clock] = await tx<{ hour_ms: number }[]>`select (extract(epoch from date_trunc('hour', now())) * 1000)::float8 as hour_ms`
+  return {
+    everyChain,
+    windows: windows.filter((w) => w.ready).map((w) => ({ name: w.name, subject: w.subject, fromMs: w.from_ms, untilMs: w.until_ms })),
+    firstKeptHourMs: clock!.hour_ms - HOURLY_TOTALS_DAYS * 24 * HOUR_MS,
+  }
+}
+
+/** `unnest(…) as u(names)` over one array literal per column: the folded rows as a relation. */
+function folded<T>(tx: Tx, items: readonly T[], columns: ReadonlyArray<[name: string, type: string, value: (item: T) => unknown]>) {
+  const parameters = columns
+    .map(([, type, value]) => tx`${arrayLiteral(items.map(value))}::${tx.unsafe(`${type}[]`)}`)
+    .reduce((list, parameter) => tx`${list}, ${parameter}`)
+  return tx`unnest(${parameters}) as u(${tx.unsafe(columns.map(([name]) => name).join(', '))})`
+}
+
+/**
+ * One statement writing every folded aggregate, each upsert in key order
+ * (as aggregates.ts does) so commits sharing rows lock them in one order.
+ */
+async function writeAggregates(tx: Tx, folded: FoldedAggregates) {
+  await tx`
+    with ${codeTotals(tx, 'code_daily_totals', 'day', 'date', folded.codeDaily)},
+    ${codeTotals(tx, 'code_hourly_totals', 'hour', 'timestamptz', folded.codeHourly)},
+    ${chainTotals(tx, 'chain_daily_totals', 'day', 'date', folded.chainDaily)},
+    ${chainTotals(tx, 'chain_hourly_totals', 'hour', 'timestamptz', folded.chainHourly)},
+    ${senderCtes(tx, folded)},
+    ${codeWindowTotals(tx, folded)},
+    ${eventCtes(tx, folded)}
+    -- a CTE without data-modifying statements runs only if read: the notifications must be
+    select (select count(*) from notified) as notified`
+}
+
+function codeTotals(tx: Tx, table: string, bucket: 'day' | 'hour', type: string, totals: FoldedAggregates['codeDaily']) {
+  return tx`
+    ${tx(table)} as (
+      insert into ${tx(table)} as t (code, registry, chain_id, ${tx(bucket)}, kind, success_count, reverted_count, suffix_gas)
+      select * from ${folded(tx, totals, [
+        ['code', 'text', (t) => t.code],
+        ['registry', 'text', (t) => t.registry],
+        ['chain_id', 'int', (t) => t.chainId],
+        ['bucket', type, (t) => t.bucket],
+        ['kind', 'text', (t) => t.kind],
+        ['success_count', 'bigint', (t) => t.success],
+        ['reverted_count', 'bigint', (t) => t.reverted],
+        ['suffix_gas', 'bigint', (t) => t.suffixGas],
+      ])}
+      order by 1, 2, 3, 4, 5
+      on conflict (code, registry, chain_id, ${tx(bucket)}, kind) do update set
+        success_count = t.success_count + excluded.success_count,
+        reverted_count = t.reverted_count + excluded.reverted_count,
+        suffix_gas = t.suffix_gas + excluded.suffix_gas
+      returning 1
+    )`
+}
+
+function chainTotals(tx: Tx, table: string, bucket: 'day' | 'hour', type: string, totals: FoldedAggregates['chainDaily']) {
+  return tx`
+    ${tx(table)} as (
+      insert into ${tx(table)} as t (chain_id, ${tx(bucket)}, kind, attributions, success_count, reverted_count)
+      select * from ${folded(tx, totals, [
+        ['chain_id', 'int', (t) => t.chainId],
+        ['bucket', type, (t) => t.bucket],
+        ['kind', 'text', (t) => t.kind],
+        ['attributions', 'bigint', (t) => t.attributions],
+        ['success_count', 'bigint', (t) => t.success.size],
+        ['reverted_count', 'bigint', (t) => t.reverted.size],
+      ])}
+      order by 1, 2, 3
+      on conflict (chain_id, ${tx(bucket)}, kind) do update set
+        attributions = t.attributions + excluded.attributions,
+        success_count = t.success_count + excluded.success_count,
+        reverted_count = t.reverted_count + excluded.reverted_count
+      returning 1
+    )`
+}
+
+/** Distinct senders: the reference counts of scope-refs.ts, fed the folded deltas; and the chain's senders per day. */
+function senderCtes(tx: Tx, { codeSenders, chainSenders, windowSenders, windowCodeSenders }: FoldedAggregates) {
+  return tx`
+    code_sender_deltas as (
+      select * from ${folded(tx, codeSenders, [
+        ['code', 'text', (d) => d.code],
+        ['registry', 'text', (d) => d.registry],
+        ['chain_id', 'int', (d) => d.chainId],
+        ['day', 'date', (d) => d.day],
+        ['sender', 'text', (d) => d.sender],
+        ['delta', 'bigint', (d) => d.delta],
+      ])}
+    ),
+    ${scopedDistinctCtes(tx, {
+      name: 'code_senders',
+      deltas: 'code_sender_deltas',
+      refs: 'code_day_sender_refs',
+      rowKeys: ['code', 'day', 'sender'],
+      scopeKey: CODE_SCOPE_KEY,
+      counts: 'code_daily_sender_counts',
+      groupKeys: ['code', 'registry', 'chain_id', 'day'],
+    })},
+    chain_senders as (
+      insert into chain_daily_senders as t (chain_id, day, sender, attributions)
+      select * from ${folded(tx, chainSenders, [
+        ['chain_id', 'int', (d) => d.chainId],
+        ['day', 'date', (d) => d.day],
+        ['sender', 'text', (d) => d.sender],
+        ['attributions', 'bigint', (d) => d.delta],
+      ])}
+      order by 2, 1, 3
+      on conflict (day, chain_id, sender) do update set attributions = t.attributions + excluded.attributions
+      returning 1
+    ),
+    sender_deltas as (
+      select * from ${folded(tx, windowSenders, [
+        ['window_name', 'text', (d) => d.window],
+        ['scope', 'int', (d) => d.scope],
+        ['sender', 'text', (d) => d.sender],
+        ['delta', 'bigint', (d) => d.delta],
+      ])}
+    ),
+    ${scopedDistinctCtes(tx, {
+      name: 'window_senders',
+      deltas: 'sender_deltas',
+      refs: 'window_sender_refs',
+      rowKeys: ['window_name', 'sender'],
+      scopeKey: CHAIN_SCOPE_KEY,
+      counts: 'sender_window_counts',
+      groupKeys: ['window_name', 'scope'],
+    })},
+    code_sender_window_deltas as (
+      select * from ${folded(tx, windowCodeSenders, [
+        ['window_name', 'text', (d) => d.window],
+        ['code', 'text', (d) => d.code],
+        ['registry', 'text', (d) => d.registry],
+        ['chain_id', 'int', (d) => d.chainId],
+        ['sender', 'text', (d) => d.sender],
+        ['delta', 'bigint', (d) => d.delta],
+      ])}
+    ),
+    ${scopedDistinctCtes(tx, {
+      name: 'window_code_senders',
+      deltas: 'code_sender_window_deltas',
+      refs: 'window_code_sender_refs',
+      rowKeys: ['window_name', 'code', 'sender'],
+      scopeKey: CODE_SCOPE_KEY,
+      counts: 'code_sender_window_counts',
+      groupKeys: ['window_name', 'code', 'registry', 'chain_id'],
+    })}`
+}
+
+function codeWindowTotals(tx: Tx, { codeWindows }: FoldedAggregates) {
+  return tx`
+    code_windows as (
+      insert into code_window_totals as t (window_name, scope, code, registry, transactions, user_operations, reverted)
+      select * from ${folded(tx, codeWindows, [
+        ['window_name', 'text', (w) => w.window],
+        ['scope', 'int', (w) => w.scope],
+        ['code', 'text', (w) => w.code],
+        ['registry', 'text', (w) => w.registry],
+        ['transactions', 'bigint', (w) => w.transactions],
+        ['user_operations', 'bigint', (w) => w.userOperations],
+        ['reverted', 'bigint', (w) => w.reverted],
+      ])}
+      order by 1, 2, 3, 4
+      on conflict (window_name, scope, code, registry) do update set
+        transactions = t.transactions + excluded.transactions,
+        user_operations = t.user_operations + excluded.user_operations,
+        reverted = t.reverted + excluded.reverted
+      returning 1
+    )`
+}
+
+/** One stream event per range and code, staged as one row of aligned arrays (drizzle/0018), and a notification per range. */
+function eventCtes(tx: Tx, { events }: FoldedAggregates) {
+  return tx`
+    event_rows as (
+      select * from ${folded(tx, events, [
+        ['chain_id', 'int', (e) => e.chainId],
+        ['code', 'text', (e) => e.code],
+        ['registry', 'text', (e) => e.registry],
+        ['from_block', 'bigint', (e) => e.fromBlock],
+        ['to_block', 'bigint', (e) => e.toBlock],
+        ['attributions', 'int', (e) => e.attributions],
+      ])}
+    ),
+    staged_events as (
+      insert into attribution_events_staged (type, chain_ids, codes, registries, from_blocks, to_blocks, attributions)
+      select 'commit', array_agg(chain_id), array_agg(code), array_agg(registry), array_agg(from_block), array_agg(to_block), array_agg(attributions)
+      from (select * from event_rows order by chain_id, from_block, code, registry) as ordered
+      having count(*) > 0
+      returning 1
+    ),
+    notified as (
+      select pg_notify(${ATTRIBUTION_EVENTS_CHANNEL}, json_build_object('type', 'commit', 'chainId', chain_id, 'fromBlock', from_block)::text)
+      from event_rows group by chain_id, from_block
+    )`
+}
