@@ -135,7 +135,8 @@ async function copyRows(tx: Tx, results: readonly RangeResult[]) {
   await copyInto(tx, 'attribution_suffixes', suffixInsert.names, suffixInsert.copyText(records))
 }
 
-async function copyInto(tx: Tx, table: string, columns: readonly string[], text: string) {
+/** COPY text into a table in the caller's transaction: the bulk path's rows, and the commit bench's floor. */
+export async function copyInto(tx: Tx, table: string, columns: readonly string[], text: string) {
   // table and column names are the schema's constants, never input
   const writable = await tx.unsafe(`copy ${table} (${columns.map((name) => `"${name}"`).join(', ')}) from stdin`).writable()
   await pipeline(Readable.from([text]), writable)
