@@ -9,8 +9,8 @@ import type { CommitOutcome, RangeResult } from './commit.js'
 import { recordsOf } from './commit.js'
 import { ATTRIBUTION_EVENTS_CHANNEL } from './events.js'
 import { createEveryChainMemory, forgetEveryChainState, writesEveryChain, type EveryChainMemory } from './every-chain.js'
-import { foldAggregates, type FoldedAggregates, type WindowBound } from './fold.js'
-import { CHAIN_SCOPE_KEY, CODE_SCOPE_KEY, scopedDistinctCtes } from './scope-refs.js'
+import { foldAggregates, type Columns, type FoldedAggregates, type WindowBound } from './fold.js'
+import { mergedRefs } from './scope-refs.js'
 
 /**
  * The bulk path of the commit (issue 40): ranges wholly at or below the
@@ -155,44 +155,53 @@ async function foldContext(tx: Tx, everyChain: boolean) {
   }
 }
 
-/** `unnest(…) as u(names)` over one array literal per column: the folded rows as a relation. */
-function folded<T>(tx: Tx, items: readonly T[], columns: ReadonlyArray<[name: string, type: string, value: (item: T) => unknown]>) {
-  const parameters = columns
-    .map(([, type, value]) => tx`${arrayLiteral(items.map(value))}::${tx.unsafe(`${type}[]`)}`)
+/** `unnest(…) as u(names)` over one array literal per column: folded rows as a relation. */
+function folded(tx: Tx, columns: Columns, types: ReadonlyArray<[name: string, type: string]>) {
+  const parameters = types
+    .map(([name, type]) => tx`${arrayLiteral(columns[name]!)}::${tx.unsafe(`${type}[]`)}`)
     .reduce((list, parameter) => tx`${list}, ${parameter}`)
-  return tx`unnest(${parameters}) as u(${tx.unsafe(columns.map(([name]) => name).join(', '))})`
+  return tx`unnest(${parameters}) as u(${tx.unsafe(types.map(([name]) => name).join(', '))})`
 }
 
 /**
  * One statement writing every folded aggregate, each upsert in key order
  * (as aggregates.ts does) so commits sharing rows lock them in one order.
  */
-async function writeAggregates(tx: Tx, folded: FoldedAggregates) {
+async function writeAggregates(tx: Tx, aggregates: FoldedAggregates) {
   await tx`
-    with ${codeTotals(tx, 'code_daily_totals', 'day', 'date', folded.codeDaily)},
-    ${codeTotals(tx, 'code_hourly_totals', 'hour', 'timestamptz', folded.codeHourly)},
-    ${chainTotals(tx, 'chain_daily_totals', 'day', 'date', folded.chainDaily)},
-    ${chainTotals(tx, 'chain_hourly_totals', 'hour', 'timestamptz', folded.chainHourly)},
-    ${senderCtes(tx, folded)},
-    ${codeWindowTotals(tx, folded)},
-    ${eventCtes(tx, folded)}
+    with ${codeTotals(tx, 'code_daily_totals', 'day', 'date', aggregates.codeDaily)},
+    ${codeTotals(tx, 'code_hourly_totals', 'hour', 'timestamptz', aggregates.codeHourly)},
+    ${chainTotals(tx, 'chain_daily_totals', 'day', 'date', aggregates.chainDaily)},
+    ${chainTotals(tx, 'chain_hourly_totals', 'hour', 'timestamptz', aggregates.chainHourly)},
+    ${refsCtes(tx, CODE_SENDERS, aggregates.codeSenderRefs)},
+    ${refsCtes(tx, WINDOW_SENDERS, aggregates.windowSenderRefs)},
+    ${refsCtes(tx, WINDOW_CODE_SENDERS, aggregates.windowCodeSenderRefs)},
+    chain_senders as (
+      insert into chain_daily_senders as t (chain_id, day, sender, attributions)
+      select * from ${folded(tx, aggregates.chainSenders, [['chain_id', 'int'], ['day', 'date'], ['sender', 'text'], ['attributions', 'bigint']])}
+      order by 2, 1, 3
+      on conflict (day, chain_id, sender) do update set attributions = t.attributions + excluded.attributions
+      returning 1
+    ),
+    ${codeWindowTotals(tx, aggregates.codeWindows)},
+    ${eventCtes(tx, aggregates.events)}
     -- a CTE without data-modifying statements runs only if read: the notifications must be
     select (select count(*) from notified) as notified`
 }
 
-function codeTotals(tx: Tx, table: string, bucket: 'day' | 'hour', type: string, totals: FoldedAggregates['codeDaily']) {
+function codeTotals(tx: Tx, table: string, bucket: 'day' | 'hour', type: string, totals: Columns) {
   return tx`
     ${tx(table)} as (
       insert into ${tx(table)} as t (code, registry, chain_id, ${tx(bucket)}, kind, success_count, reverted_count, suffix_gas)
       select * from ${folded(tx, totals, [
-        ['code', 'text', (t) => t.code],
-        ['registry', 'text', (t) => t.registry],
-        ['chain_id', 'int', (t) => t.chainId],
-        ['bucket', type, (t) => t.bucket],
-        ['kind', 'text', (t) => t.kind],
-        ['success_count', 'bigint', (t) => t.success],
-        ['reverted_count', 'bigint', (t) => t.reverted],
-        ['suffix_gas', 'bigint', (t) => t.suffixGas],
+        ['code', 'text'],
+        ['registry', 'text'],
+        ['chain_id', 'int'],
+        ['bucket', type],
+        ['kind', 'text'],
+        ['success_count', 'bigint'],
+        ['reverted_count', 'bigint'],
+        ['suffix_gas', 'bigint'],
       ])}
       order by 1, 2, 3, 4, 5
       on conflict (code, registry, chain_id, ${tx(bucket)}, kind) do update set
@@ -203,17 +212,17 @@ function codeTotals(tx: Tx, table: string, bucket: 'day' | 'hour', type: string,
     )`
 }
 
-function chainTotals(tx: Tx, table: string, bucket: 'day' | 'hour', type: string, totals: FoldedAggregates['chainDaily']) {
+function chainTotals(tx: Tx, table: string, bucket: 'day' | 'hour', type: string, totals: Columns) {
   return tx`
     ${tx(table)} as (
       insert into ${tx(table)} as t (chain_id, ${tx(bucket)}, kind, attributions, success_count, reverted_count)
       select * from ${folded(tx, totals, [
-        ['chain_id', 'int', (t) => t.chainId],
-        ['bucket', type, (t) => t.bucket],
-        ['kind', 'text', (t) => t.kind],
-        ['attributions', 'bigint', (t) => t.attributions],
-        ['success_count', 'bigint', (t) => t.success.size],
-        ['reverted_count', 'bigint', (t) => t.reverted.size],
+        ['chain_id', 'int'],
+        ['bucket', type],
+        ['kind', 'text'],
+        ['attributions', 'bigint'],
+        ['success_count', 'bigint'],
+        ['reverted_count', 'bigint'],
       ])}
       order by 1, 2, 3
       on conflict (chain_id, ${tx(bucket)}, kind) do update set
@@ -224,90 +233,96 @@ function chainTotals(tx: Tx, table: string, bucket: 'day' | 'hour', type: string
     )`
 }
 
-/** Distinct senders: the reference counts of scope-refs.ts, fed the folded deltas; and the chain's senders per day. */
-function senderCtes(tx: Tx, { codeSenders, chainSenders, windowSenders, windowCodeSenders }: FoldedAggregates) {
-  return tx`
-    code_sender_deltas as (
-      select * from ${folded(tx, codeSenders, [
-        ['code', 'text', (d) => d.code],
-        ['registry', 'text', (d) => d.registry],
-        ['chain_id', 'int', (d) => d.chainId],
-        ['day', 'date', (d) => d.day],
-        ['sender', 'text', (d) => d.sender],
-        ['delta', 'bigint', (d) => d.delta],
-      ])}
-    ),
-    ${scopedDistinctCtes(tx, {
-      name: 'code_senders',
-      deltas: 'code_sender_deltas',
-      refs: 'code_day_sender_refs',
-      rowKeys: ['code', 'day', 'sender'],
-      scopeKey: CODE_SCOPE_KEY,
-      counts: 'code_daily_sender_counts',
-      groupKeys: ['code', 'registry', 'chain_id', 'day'],
-    })},
-    chain_senders as (
-      insert into chain_daily_senders as t (chain_id, day, sender, attributions)
-      select * from ${folded(tx, chainSenders, [
-        ['chain_id', 'int', (d) => d.chainId],
-        ['day', 'date', (d) => d.day],
-        ['sender', 'text', (d) => d.sender],
-        ['attributions', 'bigint', (d) => d.delta],
-      ])}
-      order by 2, 1, 3
-      on conflict (day, chain_id, sender) do update set attributions = t.attributions + excluded.attributions
-      returning 1
-    ),
-    sender_deltas as (
-      select * from ${folded(tx, windowSenders, [
-        ['window_name', 'text', (d) => d.window],
-        ['scope', 'int', (d) => d.scope],
-        ['sender', 'text', (d) => d.sender],
-        ['delta', 'bigint', (d) => d.delta],
-      ])}
-    ),
-    ${scopedDistinctCtes(tx, {
-      name: 'window_senders',
-      deltas: 'sender_deltas',
-      refs: 'window_sender_refs',
-      rowKeys: ['window_name', 'sender'],
-      scopeKey: CHAIN_SCOPE_KEY,
-      counts: 'sender_window_counts',
-      groupKeys: ['window_name', 'scope'],
-    })},
-    code_sender_window_deltas as (
-      select * from ${folded(tx, windowCodeSenders, [
-        ['window_name', 'text', (d) => d.window],
-        ['code', 'text', (d) => d.code],
-        ['registry', 'text', (d) => d.registry],
-        ['chain_id', 'int', (d) => d.chainId],
-        ['sender', 'text', (d) => d.sender],
-        ['delta', 'bigint', (d) => d.delta],
-      ])}
-    ),
-    ${scopedDistinctCtes(tx, {
-      name: 'window_code_senders',
-      deltas: 'code_sender_window_deltas',
-      refs: 'window_code_sender_refs',
-      rowKeys: ['window_name', 'code', 'sender'],
-      scopeKey: CODE_SCOPE_KEY,
-      counts: 'code_sender_window_counts',
-      groupKeys: ['window_name', 'code', 'registry', 'chain_id'],
-    })}`
+/**
+ * A reference-count table (scope-refs.ts) and the distinct counts it moves:
+ * `keys` name the refs row, `scopeColumns` turn a scope key of its JSON
+ * into the count table's group columns.
+ */
+type RefsTable = {
+  name: string
+  refs: string
+  keys: ReadonlyArray<[name: string, type: string]>
+  counts: string
+  /** The counts table's key columns, in order, and how each is read from the refs row's keys and a scope key `s.key`. */
+  groups: ReadonlyArray<[name: string, expression: string]>
 }
 
-function codeWindowTotals(tx: Tx, { codeWindows }: FoldedAggregates) {
+const CODE_SCOPE_GROUPS: ReadonlyArray<[string, string]> = [
+  ['registry', `split_part(s.key, '|', 1)`],
+  ['chain_id', `split_part(s.key, '|', 2)::int`],
+]
+
+const CODE_SENDERS: RefsTable = {
+  name: 'code_senders',
+  refs: 'code_day_sender_refs',
+  keys: [['code', 'text'], ['day', 'date'], ['sender', 'text']],
+  counts: 'code_daily_sender_counts',
+  groups: [['code', 'w.code'], ...CODE_SCOPE_GROUPS, ['day', 'w.day']],
+}
+const WINDOW_SENDERS: RefsTable = {
+  name: 'window_senders',
+  refs: 'window_sender_refs',
+  keys: [['window_name', 'text'], ['sender', 'text']],
+  counts: 'sender_window_counts',
+  groups: [['window_name', 'w.window_name'], ['scope', 's.key::int']],
+}
+const WINDOW_CODE_SENDERS: RefsTable = {
+  name: 'window_code_senders',
+  refs: 'window_code_sender_refs',
+  keys: [['window_name', 'text'], ['code', 'text'], ['sender', 'text']],
+  counts: 'code_sender_window_counts',
+  groups: [['window_name', 'w.window_name'], ['code', 'w.code'], ...CODE_SCOPE_GROUPS],
+}
+
+/**
+ * The folded reference counts added to their table, one upsert per refs
+ * row in key order, and the distinct counts moved by every scope crossing
+ * 0 — judged against the scope's value before this statement, the value
+ * the upsert returns minus the delta (as scopedDistinctCtes does for the
+ * tip path, which groups its deltas into the same JSON in SQL).
+ */
+function refsCtes(tx: Tx, table: RefsTable, columns: Columns) {
+  // names and expressions are this module's constants, never input
+  const keys = tx.unsafe(table.keys.map(([name]) => name).join(', '))
+  const groupNames = tx.unsafe(table.groups.map(([name]) => name).join(', '))
+  const groupValues = tx.unsafe(table.groups.map(([name, expression]) => `${expression} as ${name}`).join(', '))
+  const deltas = tx(`${table.name}_deltas`)
+  const written = tx(`${table.name}_written`)
+  return tx`
+    ${deltas} as (select * from ${folded(tx, columns, [...table.keys, ['refs', 'jsonb']])}),
+    ${written} as (
+      insert into ${tx(table.refs)} as t (${keys}, refs)
+      select ${keys}, refs from ${deltas} order by ${keys}
+      on conflict (${keys}) do update set refs = ${mergedRefs(tx)}
+      returning ${keys}, refs
+    ),
+    ${tx(`${table.name}_counts`)} as (
+      insert into ${tx(table.counts)} as t (${groupNames}, senders)
+      select ${groupNames}, count(*) filter (where after > 0 and after - delta <= 0) - count(*) filter (where after <= 0 and after - delta > 0)
+      from (
+        select ${groupValues}, (w.refs ->> s.key)::bigint as after, s.value::bigint as delta
+        from ${written} w join ${deltas} d using (${keys}) cross join lateral jsonb_each_text(d.refs) as s
+      ) as crossed
+      group by ${groupNames}
+      having count(*) filter (where (after > 0) <> (after - delta > 0)) > 0
+      order by ${groupNames}
+      on conflict (${groupNames}) do update set senders = t.senders + excluded.senders
+      returning 1
+    )`
+}
+
+function codeWindowTotals(tx: Tx, windows: Columns) {
   return tx`
     code_windows as (
       insert into code_window_totals as t (window_name, scope, code, registry, transactions, user_operations, reverted)
-      select * from ${folded(tx, codeWindows, [
-        ['window_name', 'text', (w) => w.window],
-        ['scope', 'int', (w) => w.scope],
-        ['code', 'text', (w) => w.code],
-        ['registry', 'text', (w) => w.registry],
-        ['transactions', 'bigint', (w) => w.transactions],
-        ['user_operations', 'bigint', (w) => w.userOperations],
-        ['reverted', 'bigint', (w) => w.reverted],
+      select * from ${folded(tx, windows, [
+        ['window_name', 'text'],
+        ['scope', 'int'],
+        ['code', 'text'],
+        ['registry', 'text'],
+        ['transactions', 'bigint'],
+        ['user_operations', 'bigint'],
+        ['reverted', 'bigint'],
       ])}
       order by 1, 2, 3, 4
       on conflict (window_name, scope, code, registry) do update set
@@ -319,16 +334,16 @@ function codeWindowTotals(tx: Tx, { codeWindows }: FoldedAggregates) {
 }
 
 /** One stream event per range and code, staged as one row of aligned arrays (drizzle/0018), and a notification per range. */
-function eventCtes(tx: Tx, { events }: FoldedAggregates) {
+function eventCtes(tx: Tx, events: Columns) {
   return tx`
     event_rows as (
       select * from ${folded(tx, events, [
-        ['chain_id', 'int', (e) => e.chainId],
-        ['code', 'text', (e) => e.code],
-        ['registry', 'text', (e) => e.registry],
-        ['from_block', 'bigint', (e) => e.fromBlock],
-        ['to_block', 'bigint', (e) => e.toBlock],
-        ['attributions', 'int', (e) => e.attributions],
+        ['chain_id', 'int'],
+        ['from_block', 'bigint'],
+        ['code', 'text'],
+        ['registry', 'text'],
+        ['to_block', 'bigint'],
+        ['attributions', 'int'],
       ])}
     ),
     staged_events as (
