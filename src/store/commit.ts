@@ -15,6 +15,8 @@ export type IndexedBlock = BlockContext & { parentHash: Hex; txCount: number }
 
 export type RangeResult = {
   job: RangeJob
+  /** Wholly at or below the chain's finalized block (pipeline/finality.ts): committed by the bulk path. */
+  final?: boolean
   blocks: IndexedBlock[]
   txCount: number
   rows: AttributionRow[]
