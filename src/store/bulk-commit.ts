@@ -2,7 +2,7 @@ import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type postgres from 'postgres'
 import { boundedReason } from '../attribution/limits.js'
-import type { Database } from '../db/client.js'
+import { planForParameters, type Database } from '../db/client.js'
 import { arrayLiteral, attributionInsert, suffixInsert } from './attribution-columns.js'
 import { HOUR_MS, HOURLY_TOTALS_DAYS } from './buckets.js'
 import type { CommitOutcome, RangeResult } from './commit.js'
@@ -54,6 +54,8 @@ export async function commitFinalRanges(db: Database, results: readonly RangeRes
 
 /** False when the every-chain scope is not in the state assumed (nothing written). */
 async function commitInTransaction(tx: Tx, results: readonly RangeResult[], everyChain: boolean): Promise<boolean> {
+  // its arrays hold thousands of rows: planned for them, never by a generic plan costed for 100 (commit.ts)
+  await planForParameters(tx)
   const [state] = await tx<{ ok: boolean }[]>`
     select kept = ${everyChain} and (kept or only_chain = ${results[0]!.job.chainId}) as ok from every_chain_scope where id = 1 for share`
   if (!state?.ok) return false
