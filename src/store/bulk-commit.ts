@@ -10,7 +10,7 @@ import { recordsOf } from './commit.js'
 import { ATTRIBUTION_EVENTS_CHANNEL } from './events.js'
 import { createEveryChainMemory, forgetEveryChainState, writesEveryChain, type EveryChainMemory } from './every-chain.js'
 import { foldAggregates, type Columns, type FoldedAggregates, type WindowBound } from './fold.js'
-import { mergedRefs } from './scope-refs.js'
+import { FINAL_REFS, holdRefsWritersAlone } from './final-refs.js'
 
 /**
  * The bulk path of the commit (issue 40): ranges wholly at or below the
@@ -56,6 +56,7 @@ export async function commitFinalRanges(db: Database, results: readonly RangeRes
 async function commitInTransaction(tx: Tx, results: readonly RangeResult[], everyChain: boolean): Promise<boolean> {
   // its arrays hold thousands of rows: planned for them, never by a generic plan costed for 100 (commit.ts)
   await planForParameters(tx)
+  await holdRefsWritersAlone(tx)
   const [state] = await tx<{ ok: boolean }[]>`
     select kept = ${everyChain} and (kept or only_chain = ${results[0]!.job.chainId}) as ok from every_chain_scope where id = 1 for share`
   if (!state?.ok) return false
@@ -178,13 +179,7 @@ async function writeAggregates(tx: Tx, aggregates: FoldedAggregates) {
     ${refsCtes(tx, CODE_SENDERS, aggregates.codeSenderRefs)},
     ${refsCtes(tx, WINDOW_SENDERS, aggregates.windowSenderRefs)},
     ${refsCtes(tx, WINDOW_CODE_SENDERS, aggregates.windowCodeSenderRefs)},
-    chain_senders as (
-      insert into chain_daily_senders as t (chain_id, day, sender, attributions)
-      select * from ${folded(tx, aggregates.chainSenders, [['chain_id', 'int'], ['day', 'date'], ['sender', 'text'], ['attributions', 'bigint']])}
-      order by 2, 1, 3
-      on conflict (day, chain_id, sender) do update set attributions = t.attributions + excluded.attributions
-      returning 1
-    ),
+    ${chainSenderCtes(tx, aggregates.chainSenders)},
     ${codeWindowTotals(tx, aggregates.codeWindows)},
     ${eventCtes(tx, aggregates.events)}
     -- a CTE without data-modifying statements runs only if read: the notifications must be
@@ -235,17 +230,19 @@ function chainTotals(tx: Tx, table: string, bucket: 'day' | 'hour', type: string
     )`
 }
 
+/** FINAL_REFS as a bigint literal (a constant, never input). */
+const finalRefs = (tx: Tx) => tx.unsafe(`${FINAL_REFS}::bigint`)
+
 /**
- * A reference-count table (scope-refs.ts) and the distinct counts it moves:
- * `keys` name the refs row, `scopeColumns` turn a scope key of its JSON
- * into the count table's group columns.
+ * A distinct-sender table (scope-refs.ts) and the counts it moves: `keys`
+ * name its row, `groups` give the counts table's key columns from the row
+ * (`o.`) and a scope key (`s.key`).
  */
 type RefsTable = {
   name: string
   refs: string
   keys: ReadonlyArray<[name: string, type: string]>
   counts: string
-  /** The counts table's key columns, in order, and how each is read from the refs row's keys and a scope key `s.key`. */
   groups: ReadonlyArray<[name: string, expression: string]>
 }
 
@@ -259,56 +256,89 @@ const CODE_SENDERS: RefsTable = {
   refs: 'code_day_sender_refs',
   keys: [['code', 'text'], ['day', 'date'], ['sender', 'text']],
   counts: 'code_daily_sender_counts',
-  groups: [['code', 'w.code'], ...CODE_SCOPE_GROUPS, ['day', 'w.day']],
+  groups: [['code', 'o.code'], ...CODE_SCOPE_GROUPS, ['day', 'o.day']],
 }
 const WINDOW_SENDERS: RefsTable = {
   name: 'window_senders',
   refs: 'window_sender_refs',
   keys: [['window_name', 'text'], ['sender', 'text']],
   counts: 'sender_window_counts',
-  groups: [['window_name', 'w.window_name'], ['scope', 's.key::int']],
+  groups: [['window_name', 'o.window_name'], ['scope', 's.key::int']],
 }
 const WINDOW_CODE_SENDERS: RefsTable = {
   name: 'window_code_senders',
   refs: 'window_code_sender_refs',
   keys: [['window_name', 'text'], ['code', 'text'], ['sender', 'text']],
   counts: 'code_sender_window_counts',
-  groups: [['window_name', 'w.window_name'], ['code', 'w.code'], ...CODE_SCOPE_GROUPS],
+  groups: [['window_name', 'o.window_name'], ['code', 'o.code'], ...CODE_SCOPE_GROUPS],
 }
 
 /**
- * The folded reference counts added to their table, one upsert per refs
- * row in key order, and the distinct counts moved by every scope crossing
- * 0 — judged against the scope's value before this statement, the value
- * the upsert returns minus the delta (as scopedDistinctCtes does for the
- * tip path, which groups its deltas into the same JSON in SQL).
+ * Final rows' members into a distinct-sender table (final-refs.ts): each
+ * row's scopes (`wanted`, every one at FINAL_REFS) against what the table
+ * held before this statement (`old`, read alone: holdRefsWritersAlone). A
+ * new member is inserted; a member lacking FINAL_REFS in a scope gets it
+ * added; a member already final in every scope is only read. A scope whose
+ * value was 0 or less (absent) counts one sender more.
  */
 function refsCtes(tx: Tx, table: RefsTable, columns: Columns) {
   // names and expressions are this module's constants, never input
   const keys = tx.unsafe(table.keys.map(([name]) => name).join(', '))
+  const keysOf = (alias: string) => tx.unsafe(table.keys.map(([name]) => `${alias}.${name}`).join(', '))
   const groupNames = tx.unsafe(table.groups.map(([name]) => name).join(', '))
   const groupValues = tx.unsafe(table.groups.map(([name, expression]) => `${expression} as ${name}`).join(', '))
-  const deltas = tx(`${table.name}_deltas`)
-  const written = tx(`${table.name}_written`)
+  const old = tx(`${table.name}_old`)
+  const lacksFinal = (refs: string) => tx`coalesce((${tx.unsafe(refs)} ->> s.key)::bigint, 0) < ${finalRefs(tx)}`
   return tx`
-    ${deltas} as (select * from ${folded(tx, columns, [...table.keys, ['refs', 'jsonb']])}),
-    ${written} as (
-      insert into ${tx(table.refs)} as t (${keys}, refs)
-      select ${keys}, refs from ${deltas} order by ${keys}
-      on conflict (${keys}) do update set refs = ${mergedRefs(tx)}
-      returning ${keys}, refs
+    ${old} as (
+      select ${keysOf('d')}, d.refs as wanted, t.refs as old
+      from (select * from ${folded(tx, columns, [...table.keys, ['refs', 'jsonb']])}) as d
+      left join ${tx(table.refs)} t using (${keys})
+    ),
+    ${tx(`${table.name}_fresh`)} as (
+      insert into ${tx(table.refs)} (${keys}, refs)
+      select ${keys}, wanted from ${old} where old is null order by ${keys}
+      returning 1
+    ),
+    ${tx(`${table.name}_topped`)} as (
+      update ${tx(table.refs)} t
+      set refs = t.refs || (
+        select jsonb_object_agg(s.key, coalesce((t.refs ->> s.key)::bigint, 0) + ${finalRefs(tx)}) from jsonb_object_keys(o.wanted) as s(key) where ${lacksFinal('t.refs')})
+      from ${old} o
+      where o.old is not null and (${keysOf('t')}) = (${keysOf('o')})
+        and exists (select 1 from jsonb_object_keys(o.wanted) as s(key) where ${lacksFinal('o.old')})
+      returning 1
     ),
     ${tx(`${table.name}_counts`)} as (
       insert into ${tx(table.counts)} as t (${groupNames}, senders)
-      select ${groupNames}, count(*) filter (where after > 0 and after - delta <= 0) - count(*) filter (where after <= 0 and after - delta > 0)
+      select ${groupNames}, count(*)
       from (
-        select ${groupValues}, (w.refs ->> s.key)::bigint as after, s.value::bigint as delta
-        from ${written} w join ${deltas} d using (${keys}) cross join lateral jsonb_each_text(d.refs) as s
-      ) as crossed
-      group by ${groupNames}
-      having count(*) filter (where (after > 0) <> (after - delta > 0)) > 0
-      order by ${groupNames}
+        select ${groupValues} from ${old} o cross join lateral jsonb_object_keys(o.wanted) as s(key)
+        where coalesce((o.old ->> s.key)::bigint, 0) <= 0
+      ) as counted
+      group by ${groupNames} order by ${groupNames}
       on conflict (${groupNames}) do update set senders = t.senders + excluded.senders
+      returning 1
+    )`
+}
+
+/** A chain's senders per day: present while final rows hold FINAL_REFS (or tip rows a count) in `attributions`. */
+function chainSenderCtes(tx: Tx, columns: Columns) {
+  return tx`
+    chain_senders_old as (
+      select d.chain_id, d.day, d.sender, t.attributions as old
+      from (select * from ${folded(tx, columns, [['chain_id', 'int'], ['day', 'date'], ['sender', 'text']])}) as d
+      left join chain_daily_senders t using (day, chain_id, sender)
+    ),
+    chain_senders_fresh as (
+      insert into chain_daily_senders (chain_id, day, sender, attributions)
+      select chain_id, day, sender, ${finalRefs(tx)} from chain_senders_old where old is null order by day, chain_id, sender
+      returning 1
+    ),
+    chain_senders_topped as (
+      update chain_daily_senders t set attributions = t.attributions + ${finalRefs(tx)}
+      from chain_senders_old o
+      where o.old is not null and o.old < ${finalRefs(tx)} and (t.day, t.chain_id, t.sender) = (o.day, o.chain_id, o.sender)
       returning 1
     )`
 }

@@ -3,6 +3,7 @@ import type { AttributionRecord } from '../attribution/records.js'
 import type { AttributionRow } from './attribution-columns.js'
 import { DAY_MS, HOUR_MS } from './buckets.js'
 import type { RangeResult } from './commit.js'
+import { FINAL_REFS } from './final-refs.js'
 
 /**
  * Every aggregate of a batch of committed ranges, folded in the committing
@@ -157,7 +158,7 @@ export function foldAggregates(results: readonly RangeResult[], context: FoldCon
     chainDaily: chainTotalsColumns(chainDaily),
     chainHourly: chainTotalsColumns(chainHourly),
     codeSenderRefs: columnsOf(codeSenders, 3, ['code', 'day', 'sender'], ['refs'], refsJson),
-    chainSenders: columnsOf(chainSenders, 3, ['chain_id', 'day', 'sender'], ['attributions'], (attributions: number) => [attributions]),
+    chainSenders: columnsOf(chainSenders, 3, ['chain_id', 'day', 'sender'], [], () => []),
     codeWindows: columnsOf(codeWindows, 4, ['window_name', 'scope', 'code', 'registry'], ['transactions', 'user_operations', 'reverted'], (totals: WindowTotals) => [
       totals.transactions,
       totals.userOperations,
@@ -186,7 +187,12 @@ function bucketsOf(seconds: number, firstKeptHourMs: number): RecordBuckets {
 }
 
 const newRefs = (): Refs => ({})
-const refsJson = (refs: Refs) => [JSON.stringify(refs)]
+/** A member's scopes, each at FINAL_REFS: what a final row puts in a distinct-sender table (final-refs.ts). */
+function refsJson(refs: Refs): unknown[] {
+  let json = ''
+  for (const key in refs) json += `${json ? ',' : '{'}${JSON.stringify(key)}:${FINAL_REFS}`
+  return [`${json}}`]
+}
 const newWindowTotals = (): WindowTotals => ({ transactions: 0, userOperations: 0, reverted: 0 })
 
 function addCodeTotals(byKind: Tree<CodeTotals>, record: AttributionRecord, success: boolean) {
