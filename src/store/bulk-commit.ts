@@ -61,6 +61,7 @@ async function commitInTransaction(tx: Tx, results: readonly RangeResult[], ever
     select kept = ${everyChain} and (kept or only_chain = ${results[0]!.job.chainId}) as ok from every_chain_scope where id = 1 for share`
   if (!state?.ok) return false
   await flipRangesToDone(tx, results)
+  await recordFinalThrough(tx, results)
   await storeBlocksAndMalformed(tx, results)
   await copyRows(tx, results)
   const context = await foldContext(tx, everyChain)
@@ -99,6 +100,14 @@ async function flipRangesToDone(tx: Tx, results: readonly RangeResult[]) {
     )
     select count(*)::int as done from done`
   if (row!.done !== results.length) throw new StaleBatch()
+}
+
+/** Per chain, the highest block committed in bulk: a rollback below it is refused (follower/reconcile.ts). */
+async function recordFinalThrough(tx: Tx, results: readonly RangeResult[]) {
+  const highest = new Map<number, number>()
+  for (const { job } of results) highest.set(job.chainId, Math.max(highest.get(job.chainId) ?? -1, job.toBlock))
+  for (const [chainId, block] of highest)
+    await tx`update chain_state set final_through = greatest(coalesce(final_through, -1), ${block}) where chain_id = ${chainId}`
 }
 
 async function storeBlocksAndMalformed(tx: Tx, results: readonly RangeResult[]) {
