@@ -6,8 +6,9 @@ import { decodeAttribution, type Attributed } from '../src/attribution/decode.js
 import type { AttributionRecord } from '../src/attribution/records.js'
 import { closeDatabase, createDatabase } from '../src/db/client.js'
 import { migrateDatabase } from '../src/db/migrate.js'
-import { attributionInsert, suffixInsert, type UnnestInsert } from '../src/store/attribution-columns.js'
-import { commitRanges, recordsOf, unnestRows, type AttributionRow, type RangeResult } from '../src/store/commit.js'
+import { attributionInsert, suffixInsert } from '../src/store/attribution-columns.js'
+import { commitFinalRanges, copyInto } from '../src/store/bulk-commit.js'
+import { commitRanges, recordsOf, type AttributionRow, type RangeResult } from '../src/store/commit.js'
 import { createRollingWindows } from '../src/store/rolling-windows.js'
 import { insertRanges, type RangeJob } from '../src/store/ranges.js'
 import { createRandom } from '../devnet/random.js'
@@ -133,34 +134,24 @@ async function backendCpu(sql: import('postgres').Sql, database: string): Promis
   return pids.reduce((sum, { pid }) => sum + (cpuSecondsOf(pid) ?? 0), 0)
 }
 
-/** How a round writes the rows: the commit stage, or the rows alone (the floor). */
-type Writer = 'commit' | 'rows alone'
+/** How a round writes the rows: the tip path's commit, the bulk path's (finalized ranges), or the rows alone by COPY (the floor). */
+type Writer = 'commit' | 'bulk' | 'rows alone'
+const WRITERS: Writer[] = ['commit', 'bulk', 'rows alone']
 
 /**
  * The floor of the commit stage: the same attribution and suffix rows, four
- * ranges a statement, as the same array literals, into the same tables and
- * indexes (ON CONFLICT DO NOTHING, as the commit), and nothing else: no
- * range flipped, no block, no aggregate. What storing the rows costs at
- * least, so the aggregates' share is the commit's cost over it.
+ * ranges a transaction, by COPY into the same tables and indexes, and
+ * nothing else: no range flipped, no block, no aggregate. The least work
+ * that stores the rows the reads need, so the aggregates' share is a
+ * commit's cost over it.
  */
 async function insertRowsAlone(sql: import('postgres').Sql, results: readonly RangeResult[]): Promise<void> {
   const rows = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: rows }))
   const records = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: recordsOf(rows) }))
-  const columns = (insert: UnnestInsert<never>) => sql.unsafe(insert.names.map((name) => `"${name}"`).join(', '))
-  await sql`
-    with stored_rows as (
-      insert into attributions (${columns(attributionInsert)})
-      select ${sql.unsafe(attributionInsert.selectList)} from ${unnestRows(sql, attributionInsert, rows)}
-      on conflict do nothing
-      returning 1
-    ),
-    stored_suffixes as (
-      insert into attribution_suffixes (${columns(suffixInsert)})
-      select ${sql.unsafe(suffixInsert.selectList)} from ${unnestRows(sql, suffixInsert, records)}
-      on conflict do nothing
-      returning 1
-    )
-    select (select count(*) from stored_rows) as rows, (select count(*) from stored_suffixes) as suffixes`
+  await sql.begin(async (tx) => {
+    await copyInto(tx, 'attributions', attributionInsert.names, attributionInsert.copyText(rows))
+    await copyInto(tx, 'attribution_suffixes', suffixInsert.names, suffixInsert.copyText(records))
+  })
 }
 
 type RoundFigures = { daemon: number; postgres: number; seconds: number }
@@ -189,7 +180,7 @@ async function measureRound(dataset: Dataset, writer: Writer): Promise<RoundFigu
             await insertRowsAlone(db.$client, batch)
             continue
           }
-          const outcomes = await commitRanges(db, batch)
+          const outcomes = writer === 'bulk' ? await commitFinalRanges(db, batch) : await commitRanges(db, batch)
           if (!outcomes.every((outcome) => outcome.committed)) throw new Error('a range did not commit')
         }
       }
@@ -212,11 +203,11 @@ export const commit: Bench = async ({ quick }) => {
   const ranges = Number(process.env.BENCH_COMMIT_RANGES ?? (quick ? 8 : 40))
   const blocksPerRange = Number(process.env.BENCH_COMMIT_BLOCKS ?? (quick ? 10 : 50))
   const rounds = quick ? 1 : 3
-  const perRow: Record<Writer, RoundFigures[]> = { commit: [], 'rows alone': [] }
+  const perRow: Record<Writer, RoundFigures[]> = { commit: [], bulk: [], 'rows alone': [] }
   for (let round = 0; round < rounds; round++) {
     const dataset = denseDataset(ranges, blocksPerRange, 23_2 + round)
     // the floor and the commit take turns first: the machine drifts between databases more than within one
-    const writers: Writer[] = round % 2 === 0 ? ['commit', 'rows alone'] : ['rows alone', 'commit']
+    const writers = WRITERS.map((_, i) => WRITERS[(i + round) % WRITERS.length]!)
     for (const writer of writers) {
       const figures = await measureRound(dataset, writer)
       perRow[writer].push(figures)
@@ -230,10 +221,17 @@ export const commit: Bench = async ({ quick }) => {
     postgresUsPerRow: median(perRow[writer].map((r) => r.postgres)),
     secondsPerRound: median(perRow[writer].map((r) => r.seconds)),
   })
-  const figures = { ...medians('commit'), rowsAlone: medians('rows alone'), postgresRatioToRowsAlone: median(perRow.commit.map((r, i) => r.postgres / perRow['rows alone'][i]!.postgres)) }
-  printTable('commit: CPU per attribution row (medians)', ['process', 'commit µs per row', 'rows alone µs per row (floor)', 'ratio'], [
-    ['this process (statement building, driver)', figures.daemonUsPerRow.toFixed(1), figures.rowsAlone.daemonUsPerRow.toFixed(1), ''],
-    ['PostgreSQL backend', figures.postgresUsPerRow.toFixed(1), figures.rowsAlone.postgresUsPerRow.toFixed(1), `${figures.postgresRatioToRowsAlone.toFixed(2)}×`],
+  const ratioToFloor = (writer: Writer) => median(perRow[writer].map((r, i) => r.postgres / perRow['rows alone'][i]!.postgres))
+  const figures = {
+    ...medians('commit'),
+    bulk: medians('bulk'),
+    rowsAlone: medians('rows alone'),
+    postgresRatioToRowsAlone: ratioToFloor('commit'),
+    bulkPostgresRatioToRowsAlone: ratioToFloor('bulk'),
+  }
+  printTable('commit: CPU per attribution row (medians)', ['process', 'tip commit µs per row', 'bulk commit µs per row', 'rows alone by COPY µs per row (floor)', 'tip ratio', 'bulk ratio'], [
+    ['this process (statement building, driver)', figures.daemonUsPerRow.toFixed(1), figures.bulk.daemonUsPerRow.toFixed(1), figures.rowsAlone.daemonUsPerRow.toFixed(1), '', ''],
+    ['PostgreSQL backend', figures.postgresUsPerRow.toFixed(1), figures.bulk.postgresUsPerRow.toFixed(1), figures.rowsAlone.postgresUsPerRow.toFixed(1), `${figures.postgresRatioToRowsAlone.toFixed(2)}×`, `${figures.bulkPostgresRatioToRowsAlone.toFixed(2)}×`],
   ])
   return { params: { ranges, blocksPerRange, batch: BATCH, rounds, parallel: PARALLEL, windows: process.env.BENCH_COMMIT_WINDOWS ?? 'none', databaseLocale: process.env.BENCH_DB_LOCALE || 'server default' }, figures, targets: [] }
 }

@@ -19,6 +19,6 @@ afterAll(async () => {
 it('/readyz answers 503 naming Redis when Redis is unreachable, /healthz still 200', async () => {
   const ready = await request(`${api.url}/readyz`)
   expect(ready.status).toBe(503)
-  expect(ready.body).toEqual({ status: 'unavailable', checks: { postgres: true, redis: false }, stuck_ranges: [] })
+  expect(ready.body).toEqual({ status: 'unavailable', checks: { postgres: true, redis: false }, stuck_ranges: [], refused_reorgs: [] })
   expect((await request(`${api.url}/healthz`)).status).toBe(200)
 })

@@ -29,6 +29,9 @@ type ParsedLog = { blockNumber: number; address: string; topics: string[]; json:
 type Located = { block: number; index: number }
 
 const NULL = 'null'
+/** Blocks behind the head the `safe` and `finalized` tags answer: one and two 32-slot epochs. */
+const SAFE_DEPTH = 32
+const FINALIZED_DEPTH = 64
 const quantity = (value: number) => `"0x${value.toString(16)}"`
 
 export function createReplayMethods(chain: Chain, context: MethodContext) {
@@ -38,7 +41,10 @@ export function createReplayMethods(chain: Chain, context: MethodContext) {
   function blockNumberOf(tag: unknown): number | undefined {
     if (typeof tag === 'number') return tag
     if (typeof tag !== 'string') throw new RpcError(-32602, 'invalid block tag')
-    if (tag === 'latest' || tag === 'pending' || tag === 'safe' || tag === 'finalized') return context.head()
+    if (tag === 'latest' || tag === 'pending') return context.head()
+    // as a proof-of-stake node answers them: safe a epoch behind the head, finalized two (issue 40.6)
+    if (tag === 'safe') return Math.max(0, context.head() - SAFE_DEPTH)
+    if (tag === 'finalized') return Math.max(0, context.head() - FINALIZED_DEPTH)
     if (tag === 'earliest') return 0
     if (/^0x[0-9a-fA-F]+$/.test(tag)) return Number.parseInt(tag, 16)
     throw new RpcError(-32602, `invalid block tag ${tag}`)

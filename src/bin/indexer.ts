@@ -9,6 +9,7 @@ import type { Logger } from '../logger.js'
 import { createIndexerMetrics, type IndexerMetrics } from '../metrics/indexer.js'
 import { createRangeQueue, type RangeQueue } from '../pipeline/queue.js'
 import { createCodeResolver } from '../pipeline/resolve.js'
+import { createFinality } from '../pipeline/finality.js'
 import { createRangeWorker, type RangeWorker, type WorkerChain } from '../pipeline/worker.js'
 import { createRedis, type Redis } from '../redis/client.js'
 import { createRegistry } from '../registry/register.js'
@@ -167,7 +168,10 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
   let worker: RangeWorker | undefined
   if (roles.worker) {
     const workerChains = new Map<number, WorkerChain>(
-      chains.map((chain) => [chain.chainId, { chainId: chain.chainId, rpc: rpcFor(chain), entryPoints: entryPointSet(chain.entryPoints) }]),
+      chains.map((chain) => {
+        const rpc = rpcFor(chain)
+        return [chain.chainId, { chainId: chain.chainId, rpc, entryPoints: entryPointSet(chain.entryPoints), finality: createFinality({ rpc, depth: chain.finalityDepth }) }]
+      }),
     )
     const workerConnection = createRedis(config.REDIS_URL, 'queue')
     connections.push(workerConnection)

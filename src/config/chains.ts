@@ -22,6 +22,8 @@ export type ChainConfig = {
   wsUrl: string | undefined
   startBlock: number
   confirmations: number
+  /** Blocks behind the head taken as final where the node answers no `finalized` tag (FINALITY_DEPTH). */
+  finalityDepth: number
   pollIntervalMs: number
   entryPoints: Address[]
   /** Block explorer base URL (links `<explorerUrl>/tx/<hash>`); known chains have a default. */
@@ -44,6 +46,7 @@ const chainEntrySchema = z.object({
   wsUrl: z.string().url().optional(),
   startBlock: z.number().int().min(0).optional(),
   confirmations: z.number().int().min(0).optional(),
+  finalityDepth: z.number().int().min(0).optional(),
   pollIntervalMs: z.number().int().positive().optional(),
   entryPoints: z.array(address).optional(),
   explorerUrl: z.string().url().optional(),
@@ -106,6 +109,7 @@ export type ChainVariables = {
   CHAIN_ID?: number | undefined
   START_BLOCK: number
   CONFIRMATIONS: number
+  FINALITY_DEPTH: number
   POLL_INTERVAL_MS: number
 }
 
@@ -113,6 +117,7 @@ export function chainsFromEnv(env: ChainVariables, readFile: (path: string) => s
   const defaults = {
     startBlock: env.START_BLOCK,
     confirmations: env.CONFIRMATIONS,
+    finalityDepth: env.FINALITY_DEPTH,
     pollIntervalMs: env.POLL_INTERVAL_MS,
     entryPoints: [...defaultEntryPoints],
   }

@@ -139,6 +139,11 @@ const envSchema = z.object({
   START_BLOCK: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must be >= 0').default(0),
   CONFIRMATIONS: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must be >= 0').default(12),
   POLL_INTERVAL_MS: positiveInt.default(1_000),
+  /**
+   * Blocks behind the head taken as final on a node that answers no `finalized` tag (chains.ts). Ranges at or
+   * below the finalized block are committed in bulk (store/bulk-commit.ts); per chain: CHAINS[].finalityDepth.
+   */
+  FINALITY_DEPTH: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must be >= 0').default(64),
   CHAINS: z.string().optional(),
   /** Blocks per backfill range job. */
   RANGE_SIZE: positiveInt.default(50),

@@ -4,6 +4,7 @@ import type { IndexerMetrics } from '../metrics/indexer.js'
 import type { RawHeader, Rpc } from '../rpc/client.js'
 import { sameHash } from '../rpc/objects.js'
 import { clearMismatchFlags, firstFlaggedRange, lastRange, rangeBoundaryAtOrBelow, type RangeJob } from '../store/ranges.js'
+import { clearRefusedRollback, finalThrough, recordRefusedRollback } from '../store/chain-state.js'
 import { rollbackAbove } from '../store/rollback.js'
 import { checkBranch, findCommonAncestor } from './reorg.js'
 
@@ -44,35 +45,57 @@ export function createReconciler(options: {
 }) {
   const { chainId, floor, confirmations, rpc, logger, metrics } = options
 
-  /** Rolls the index back to the common ancestor at or below `mismatchAt`. */
-  async function handleReorg(sql: postgres.ReservedSql, mismatchAt: number, head: number) {
+  /**
+   * Rolls the index back to the common ancestor at or below `mismatchAt`;
+   * false when that would reach below the blocks committed as final, whose
+   * rows cannot be taken out (store/final-refs.ts): the reorg is refused,
+   * loudly, and nothing is rolled back or cut until the node agrees with
+   * the index again (a node serving a wrong branch) or an operator acts.
+   */
+  async function handleReorg(sql: postgres.ReservedSql, mismatchAt: number, head: number): Promise<boolean> {
     const ancestor = await findCommonAncestor(sql, rpc, chainId, mismatchAt, floor)
     const boundary = await rangeBoundaryAtOrBelow(sql, chainId, ancestor, floor)
     const tip = await lastRange(sql, chainId)
     const depth = reorgDepth({ tip: tip?.toBlock, boundary, ancestor })
     const details = { ancestor, rollback_to: boundary, depth, head, confirmations }
+    const final = await finalThrough(sql, chainId)
+    if (final !== undefined && boundary < final) {
+      metrics?.reorgRefused(chainId, true)
+      if (await recordRefusedRollback(sql, chainId, boundary))
+        logger.error(
+          { ...details, final_through: final },
+          'REORG BELOW FINALIZED BLOCKS REFUSED: the node serves another branch below blocks committed as final; nothing is rolled back or indexed on this chain until the node agrees with the index again (check the node; see /readyz)',
+        )
+      return false
+    }
     if (depth > confirmations) logger.error(details, 'REORG DEEPER THAN THE CONFIRMATION WINDOW: rolling back')
     else logger.warn(details, 'reorg: rolling back')
     const removed = await rollbackAbove(sql, chainId, boundary)
     metrics?.reorg(chainId, depth)
     // info, not warn: each rollback is an event of its own, never folded into a repeat count
     logger.info({ ...details, ...removed }, 'rolled back; re-indexing the new branch')
+    return true
   }
 
-  /** Re-checks ranges a worker flagged; a node that merely served a stale block is not a reorg. */
-  async function checkFlaggedRanges(sql: postgres.ReservedSql, head: number) {
+  /** Re-checks ranges a worker flagged; a node that merely served a stale block is not a reorg. False when a reorg was refused. */
+  async function checkFlaggedRanges(sql: postgres.ReservedSql, head: number): Promise<boolean> {
     const flagged = await firstFlaggedRange(sql, chainId)
-    if (!flagged) return
+    if (!flagged) return true
     const verdict = flaggedRangeVerdict(flagged, await rpc.headers(flaggedRangeBlocks(flagged)))
     if (verdict === 'same branch') await clearMismatchFlags(sql, chainId)
-    else if (verdict === 'reorg') await handleReorg(sql, flagged.toBlock, head)
+    else if (verdict === 'reorg') return handleReorg(sql, flagged.toBlock, head)
+    return true
   }
 
-  /** Returns false when the node lags behind the index's tip (nothing to cut from it yet). */
+  /** Returns false when the node lags behind the index's tip (nothing to cut from it yet), or a reorg is refused. */
   return async function reconcile(sql: postgres.ReservedSql, head: number): Promise<boolean> {
-    await checkFlaggedRanges(sql, head)
+    if (!(await checkFlaggedRanges(sql, head))) return false
     const check = await checkBranch(sql, rpc, chainId, head)
-    if (check.kind === 'reorg') await handleReorg(sql, check.mismatchAt, head)
+    if (check.kind === 'reorg') return handleReorg(sql, check.mismatchAt, head)
+    if (check.kind === 'same' && (await clearRefusedRollback(sql, chainId))) {
+      metrics?.reorgRefused(chainId, false)
+      logger.warn('the node agrees with the index again: the refused reorg is over, indexing resumes')
+    }
     return check.kind !== 'behind'
   }
 }

@@ -27,6 +27,12 @@ export function createIndexerMetrics(registry: Registry) {
   const rpcResponses = new Counter({ name: 'indexer_rpc_http_responses_total', help: 'HTTP responses from RPC nodes by status', labelNames: ['status'], registers: [registry] })
   const rpcErrors = new Counter({ name: 'indexer_rpc_errors_total', help: 'RPC calls that failed after retries', labelNames: ['chain_id'], registers: [registry] })
   const reorgs = new Histogram({ name: 'indexer_reorg_depth_blocks', help: 'Depth of reorgs rolled back', labelNames: ['chain_id'], buckets: [1, 2, 4, 8, 16, 64, 256], registers: [registry] })
+  const reorgRefused = new Gauge({
+    name: 'indexer_reorg_refused',
+    help: '1 while the follower refuses a reorg that reaches below the blocks committed as final (see /readyz)',
+    labelNames: ['chain_id'],
+    registers: [registry],
+  })
   const head = new Gauge({ name: 'indexer_follower_head_block', help: 'Head block seen by this follower', labelNames: ['chain_id'], registers: [registry] })
   const indexed = new Gauge({ name: 'indexer_follower_indexed_block', help: 'Contiguously indexed block seen by this follower', labelNames: ['chain_id'], registers: [registry] })
   const lag = new Gauge({ name: 'indexer_follower_lag_blocks', help: 'Blocks between the indexing target and the indexed block', labelNames: ['chain_id'], registers: [registry] })
@@ -108,6 +114,7 @@ export function createIndexerMetrics(registry: Registry) {
     rpcResponse: (status: number) => rpcResponses.inc({ status: String(status) }),
     rpcError: (chainId: number) => rpcErrors.inc(label(chainId)),
     reorg: (chainId: number, depth: number) => reorgs.observe(label(chainId), depth),
+    reorgRefused: (chainId: number, refused: boolean) => reorgRefused.set(label(chainId), refused ? 1 : 0),
     head: (chainId: number, block: number) => head.set(label(chainId), block),
     indexed(chainId: number, through: number, target: number) {
       indexed.set(label(chainId), through)

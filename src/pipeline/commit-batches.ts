@@ -79,7 +79,18 @@ export function createCommitBatcher(options: CommitBatcherOptions) {
   function flush() {
     clearTimeout(timer)
     timer = undefined
-    while (waiting.length > 0 && statementsInFlight < STATEMENTS_IN_FLIGHT) void commitBatch(waiting.splice(0, options.maxRanges))
+    while (waiting.length > 0 && statementsInFlight < STATEMENTS_IN_FLIGHT) void commitBatch(takeBatch())
+  }
+
+  /** The first waiting range and up to maxRanges - 1 more of its regime (store/bulk-commit.ts): a batch never mixes final and tip ranges. */
+  function takeBatch(): Waiting[] {
+    const final = waiting[0]!.result.final === true
+    const batch: Waiting[] = []
+    for (let i = 0; i < waiting.length && batch.length < options.maxRanges; ) {
+      if ((waiting[i]!.result.final === true) === final) batch.push(...waiting.splice(i, 1))
+      else i++
+    }
+    return batch
   }
 
   /** One range's own statement: its outcome, or its error, to its caller. */

@@ -9,12 +9,14 @@ import type { Rpc } from '../rpc/client.js'
 import { commitRange, type AttributionRow, type CommitOutcome, type RangeResult } from '../store/commit.js'
 import { createIndexStore } from '../store/index-store.js'
 import { createCommitBatcher } from './commit-batches.js'
+import type { Finality } from './finality.js'
 import { BranchMismatchError, fetchRange, RangeTooDenseError, type FetchedRange } from './fetch.js'
 import type { RangeJob } from '../store/ranges.js'
 import { enqueueRanges, RANGE_QUEUE, rangeRetryDelay, type RangeQueue } from './queue.js'
 import type { CodeResolver } from './resolve.js'
 
-export type WorkerChain = { chainId: number; rpc: Rpc; entryPoints: ReadonlySet<string> }
+/** A chain as a worker indexes it; without `finality` every range takes the tip path. */
+export type WorkerChain = { chainId: number; rpc: Rpc; entryPoints: ReadonlySet<string>; finality?: Finality }
 
 export type RangeWorkerOptions = {
   db: Database
@@ -110,6 +112,7 @@ export async function processRange(job: RangeJob, options: ProcessOptions): Prom
   const commit = options.commit ?? ((result: RangeResult) => commitRange(db, result))
   const { committed, inserted } = await commit({
     job,
+    final: (await chain.finality?.isFinal(job.toBlock)) ?? false,
     blocks: fetched.blocks,
     txCount: fetched.txCount,
     rows,

@@ -110,6 +110,8 @@ export type UnnestInsert<Source> = {
   selectList: string
   /** One array literal per column (`{1,2,NULL}`) over every group's sources, the parameters of `unnest`, each cast to its `arrayTypes`. */
   arrays(groups: ReadonlyArray<SourceGroup<Source>>): string[]
+  /** Every group's sources as `COPY … FROM STDIN` text (a line per row, columns by tab, in `names` order): the bulk commit's rows. */
+  copyText(groups: ReadonlyArray<SourceGroup<Source>>): string
 }
 
 /** Text PostgreSQL's array input reads as itself, unquoted: numbers, hex, ISO times, plain words (never `NULL`). */
@@ -175,6 +177,24 @@ function literalFromJson(values: unknown[]): string | undefined {
   return `{${json.slice(1, -1)}}`
 }
 
+/** A column of numbers, strings and nulls as one array literal (the parameter of an `unnest` or `= any`). */
+export function arrayLiteral(values: unknown[]): string {
+  return literalFromJson(values) ?? `{${values.map(arrayElement).join(',')}}`
+}
+
+/** What COPY's text format reads as itself: anything but a backslash, tab, newline or carriage return. */
+const COPY_SPECIAL = /[\\\t\n\r]/
+
+/** A value as one field of COPY's text format, which PostgreSQL reads with the column type's input function. */
+function copyField(value: unknown): string {
+  if (value === null || value === undefined) return '\\N'
+  if (typeof value === 'number') return String(value)
+  if (value instanceof Date) return value.toISOString()
+  const text = Array.isArray(value) ? `{${value.map((item) => quoted(String(item))).join(',')}}` : String(value)
+  if (!COPY_SPECIAL.test(text)) return text
+  return text.replaceAll('\\', '\\\\').replaceAll('\t', '\\t').replaceAll('\n', '\\n').replaceAll('\r', '\\r')
+}
+
 function unnestInsert<Source>(table: Parameters<typeof getTableColumns>[0], columns: Record<string, Column<Source, unknown>>): UnnestInsert<Source> {
   const ordered = sqlColumns(table, columns as AnyColumns)
   return {
@@ -194,6 +214,20 @@ function unnestInsert<Source>(table: Parameters<typeof getTableColumns>[0], colu
         }
         return (!sqlType.endsWith('[]') && literalFromJson(values)) || `{${values.map(arrayElement).join(',')}}`
       })
+    },
+    copyText(groups) {
+      const fields = ordered.map(({ key }) => {
+        const { value, element } = columns[key]!
+        return element ?? value
+      })
+      let text = ''
+      for (const { chainId, sources } of groups)
+        for (const source of sources) {
+          let line = copyField(fields[0]!(source, chainId))
+          for (let i = 1; i < fields.length; i++) line += `\t${copyField(fields[i]!(source, chainId))}`
+          text += `${line}\n`
+        }
+      return text
     },
   }
 }

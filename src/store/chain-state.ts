@@ -27,3 +27,37 @@ export async function recordGenesis(sql: Sql, chainId: number, genesis: string):
     values (${chainId}, 0, ${genesis}, ${genesis}, now())
     on conflict (chain_id) do update set genesis_hash = excluded.genesis_hash, updated_at = now()`
 }
+
+/** The highest block the bulk path committed (no rollback may reach below it), or undefined. */
+export async function finalThrough(sql: Sql, chainId: number): Promise<number | undefined> {
+  const [row] = await sql<{ final_through: number | null }[]>`select final_through::float8 as final_through from chain_state where chain_id = ${chainId}`
+  return row?.final_through ?? undefined
+}
+
+/** Records a refused rollback (kept until the node agrees with the index again); true when it is new. */
+export async function recordRefusedRollback(sql: Sql, chainId: number, rollbackTo: number): Promise<boolean> {
+  const rows = await sql`
+    update chain_state set refused_rollback_to = ${rollbackTo}, refused_since = coalesce(refused_since, now())
+    where chain_id = ${chainId} and refused_rollback_to is distinct from ${rollbackTo}
+    returning 1`
+  return rows.length > 0
+}
+
+/** Clears a refused rollback; true when there was one. */
+export async function clearRefusedRollback(sql: Sql, chainId: number): Promise<boolean> {
+  const rows = await sql`
+    update chain_state set refused_rollback_to = null, refused_since = null where chain_id = ${chainId} and refused_rollback_to is not null
+    returning 1`
+  return rows.length > 0
+}
+
+export type RefusedRollback = { chainId: number; rollbackTo: number; finalThrough: number; since: Date }
+
+/** Every chain whose follower refuses a reorg below its final rows (/readyz). */
+export async function refusedRollbacks(sql: Sql): Promise<RefusedRollback[]> {
+  const rows = await sql<Array<Omit<RefusedRollback, 'since'> & { sinceMs: number }>>`
+    select chain_id as "chainId", refused_rollback_to::float8 as "rollbackTo", final_through::float8 as "finalThrough",
+      (extract(epoch from refused_since) * 1000)::float8 as "sinceMs"
+    from chain_state where refused_rollback_to is not null order by chain_id`
+  return rows.map(({ sinceMs, ...refused }) => ({ ...refused, since: new Date(sinceMs) }))
+}

@@ -4,6 +4,7 @@ import { boundedReason } from '../attribution/limits.js'
 import type { AttributionRecord, BlockContext, MalformedRecord } from '../attribution/records.js'
 import { planForParameters, type Database } from '../db/client.js'
 import { aggregateCtes } from './aggregates.js'
+import { shareRefsWriters } from './final-refs.js'
 import { AGGREGATED_COLUMNS, attributionInsert, suffixInsert, type AttributionRow, type SourceGroup, type UnnestInsert } from './attribution-columns.js'
 import { createEveryChainMemory, everyChainKeptIn, forgetEveryChainState, scopeCheck, writesEveryChain, type EveryChainMemory } from './every-chain.js'
 import type { RangeJob } from './ranges.js'
@@ -15,6 +16,8 @@ export type IndexedBlock = BlockContext & { parentHash: Hex; txCount: number }
 
 export type RangeResult = {
   job: RangeJob
+  /** Wholly at or below the chain's finalized block (pipeline/finality.ts): committed by the bulk path. */
+  final?: boolean
   blocks: IndexedBlock[]
   txCount: number
   rows: AttributionRow[]
@@ -106,13 +109,13 @@ export async function commitRanges(
   // the every-chain scope's state can change under a statement only once in a database's life: a second try fits
   for (let attempt = 0; attempt < 3; attempt++) {
     const everyChain = await writesEveryChain(sql, chainIds, memory)
-    const outcomes = isPlannedForItsRows(results)
-      ? // one statement, in a transaction of its own only so that it is planned for its arrays' sizes
-        await sql.begin(async (tx) => {
-          await planForParameters(tx)
-          return commitStatement(tx, results, everyChain)
-        })
-      : await commitStatement(sql, results, everyChain)
+    // one statement, in a transaction of its own so that it shares the distinct-sender tables with other tip
+    // commits but not with a bulk commit (final-refs.ts), and is planned for its arrays' sizes
+    const outcomes = await sql.begin(async (tx) => {
+      await shareRefsWriters(tx)
+      if (isPlannedForItsRows(results)) await planForParameters(tx)
+      return commitStatement(tx, results, everyChain)
+    })
     if (outcomes) return outcomes
     forgetEveryChainState(memory)
   }

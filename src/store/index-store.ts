@@ -1,4 +1,5 @@
 import type { Database } from '../db/client.js'
+import { commitFinalRanges } from './bulk-commit.js'
 import { commitRanges, type CommitOutcome, type RangeResult } from './commit.js'
 import { createEveryChainMemory } from './every-chain.js'
 
@@ -11,16 +12,18 @@ import { createEveryChainMemory } from './every-chain.js'
  */
 export type IndexStore = {
   db: Database
-  /** Commits ranges in one statement, exactly once (commit.ts). */
+  /** Commits ranges exactly once, in one transaction: by the bulk path when every one is final (bulk-commit.ts), else the tip path's statement (commit.ts). */
   commitRanges(results: readonly RangeResult[]): Promise<CommitOutcome[]>
   commitRange(result: RangeResult): Promise<CommitOutcome>
 }
 
 export function createIndexStore({ db }: { db: Database }): IndexStore {
   const everyChain = createEveryChainMemory()
+  const commitEither = (results: readonly RangeResult[]) =>
+    results.every((result) => result.final) ? commitFinalRanges(db, results, everyChain) : commitRanges(db, results, everyChain)
   return {
     db,
-    commitRanges: (results) => commitRanges(db, results, everyChain),
-    commitRange: async (result) => (await commitRanges(db, [result], everyChain))[0]!,
+    commitRanges: (results) => commitEither(results),
+    commitRange: async (result) => (await commitEither([result]))[0]!,
   }
 }

@@ -1,6 +1,7 @@
 import type postgres from 'postgres'
 import { planForParameters } from '../db/client.js'
 import { removeAttributionsAbove } from './commit.js'
+import { shareRefsWriters } from './final-refs.js'
 import { lockRangeReplacements } from './ranges.js'
 
 export type RollbackResult = { ranges: number; attributions: number; malformed: number }
@@ -16,6 +17,8 @@ export type RollbackResult = { ranges: number; attributions: number; malformed: 
 export async function rollbackAbove(sql: postgres.ReservedSql, chainId: number, ancestor: number): Promise<RollbackResult> {
   await sql`begin`
   try {
+    // a bulk commit reads the distinct-sender tables as nobody else writes them (final-refs.ts)
+    await shareRefsWriters(sql)
     await planForParameters(sql)
     // a split of one of these ranges commits before this, or finds it gone
     await lockRangeReplacements(sql, chainId)

@@ -67,7 +67,7 @@ async function startIndexing(name: string, rpcUrls: string[]) {
   databases.push(database)
   const config = loadConfig(indexerEnv({ databaseUrl: database.url, redisUrl: redis.url, prefix: `${redis.prefix}${name}:`, extra: { RANGE_SIZE: '2' } }))
   const registry = new Registry()
-  const chainConfig: ChainConfig = { chainId: params.chainId, rpcUrl: rpcUrls[0]!, rpcUrls, wsUrl: undefined, startBlock: 0, confirmations: 0, pollIntervalMs: 100, entryPoints: [...defaultEntryPoints] }
+  const chainConfig: ChainConfig = { chainId: params.chainId, rpcUrl: rpcUrls[0]!, rpcUrls, wsUrl: undefined, startBlock: 0, confirmations: 0, finalityDepth: 64, pollIntervalMs: 100, entryPoints: [...defaultEntryPoints] }
   const indexer = await startIndexer({
     config,
     chains: [chainConfig],

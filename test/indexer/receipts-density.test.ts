@@ -54,7 +54,7 @@ async function indexWholeChain(name: string) {
   const indexer = await startTestIndexer({
     db: database.db,
     env: indexerEnv({ databaseUrl: database.url, redisUrl: redis.url, prefix: `${redis.prefix}${name}:`, extra: { RANGE_SIZE: '4' } }),
-    chains: [{ chainId: params.chainId, rpcUrl: front.url, wsUrl: undefined, startBlock: 0, confirmations: 0, pollIntervalMs: 100, entryPoints: [...defaultEntryPoints] }],
+    chains: [{ chainId: params.chainId, rpcUrl: front.url, wsUrl: undefined, startBlock: 0, confirmations: 0, finalityDepth: 64, pollIntervalMs: 100, entryPoints: [...defaultEntryPoints] }],
   })
   try {
     await waitForIndexed(database.db, params.chainId, chain.lastBlock, 90_000)

@@ -58,6 +58,7 @@ export async function startTestChain(options: { chainId?: number; seed?: number 
         wsUrl: undefined,
         startBlock: 0,
         confirmations: 0,
+        finalityDepth: 64,
         pollIntervalMs: 100,
         entryPoints: entryPointVersions.map((version) => contracts.entryPoints[version].address),
       },

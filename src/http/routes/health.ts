@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { pingDatabase, type Database } from '../../db/client.js'
+import { refusedRollbacks } from '../../store/chain-state.js'
 import { stuckRanges } from '../../store/ranges.js'
 import { pingRedis, type Redis } from '../../redis/client.js'
 
@@ -18,6 +19,8 @@ const readinessSchema = z.object({
   checks: z.object({ postgres: z.boolean(), redis: z.boolean() }),
   /** Ranges that failed STUCK_RANGE_ATTEMPTS times and why: the API still serves, but the index stops advancing there. */
   stuck_ranges: z.array(stuckRangeSchema),
+  /** Chains whose follower refuses a reorg reaching below the blocks committed as final: not ready until the node agrees again. */
+  refused_reorgs: z.array(z.object({ chain_id: z.number(), rollback_to: z.number(), final_through: z.number(), since: z.string() })),
 })
 
 async function stuckDetail(db: Database, stuckAfter: number) {
@@ -45,9 +48,15 @@ export const healthRoutes: FastifyPluginAsyncZod<{ db: Database; redis: Redis; s
     { schema: { tags: ['health'], response: { 200: readinessSchema, 503: readinessSchema } }, logLevel: 'warn' },
     async (_request, reply) => {
       const [postgres, redisUp] = await Promise.all([pingDatabase(db), pingRedis(redis)])
-      const ready = postgres && redisUp
       const stuck = postgres ? await stuckDetail(db, stuckAfter) : []
-      return reply.code(ready ? 200 : 503).send({ status: ready ? 'ok' : 'unavailable', checks: { postgres, redis: redisUp }, stuck_ranges: stuck })
+      const refused = postgres ? await refusedRollbacks(db.$client).catch(() => []) : []
+      const ready = postgres && redisUp && refused.length === 0
+      return reply.code(ready ? 200 : 503).send({
+        status: ready ? 'ok' : 'unavailable',
+        checks: { postgres, redis: redisUp },
+        stuck_ranges: stuck,
+        refused_reorgs: refused.map((r) => ({ chain_id: r.chainId, rollback_to: r.rollbackTo, final_through: r.finalThrough, since: r.since.toISOString() })),
+      })
     },
   )
 }

@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest'
+import { createFinality } from './finality.js'
+
+/** A node answering `finalized` (or refusing it) and `latest`, counting the calls. */
+function node({ head, finalized }: { head: number; finalized: number | 'unknown tag' | 'down' }) {
+  const state = { head, finalized, calls: 0 }
+  const hex = (n: number) => `0x${n.toString(16)}`
+  return {
+    state,
+    rpc: {
+      async request<T>(method: string, params: unknown[] = []): Promise<T> {
+        state.calls++
+        expect([method, params[0]]).toEqual(['eth_getBlockByNumber', 'finalized'])
+        if (state.finalized === 'down') throw Object.assign(new Error('connect ECONNREFUSED'), { kind: 'network' })
+        if (state.finalized === 'unknown tag') throw Object.assign(new Error('invalid block tag'), { kind: 'item_error' })
+        return { number: hex(state.finalized) } as T
+      },
+      async latestHeader() {
+        state.calls++
+        return { number: hex(state.head) as `0x${string}`, hash: '0x' as const, parentHash: '0x' as const, timestamp: '0x0' as const }
+      },
+    },
+  }
+}
+
+describe('finality boundary', () => {
+  it('is the node’s finalized block where it answers one', async () => {
+    const { rpc } = node({ head: 1000, finalized: 900 })
+    const finality = createFinality({ rpc, depth: 64 })
+    expect(await finality.isFinal(900)).toBe(true)
+    expect(await finality.isFinal(901)).toBe(false)
+    expect(finality.boundary()).toBe(900)
+  })
+
+  it('is the head less FINALITY_DEPTH on a node without the tag, and asks the tag no more', async () => {
+    const { rpc, state } = node({ head: 1000, finalized: 'unknown tag' })
+    let clock = 0
+    const finality = createFinality({ rpc, depth: 64, refreshMs: 10, now: () => clock })
+    expect(await finality.isFinal(936)).toBe(true)
+    expect(await finality.isFinal(937)).toBe(false)
+    state.head = 1100
+    clock = 20
+    const before = state.calls
+    expect(await finality.isFinal(1036)).toBe(true)
+    expect(state.calls - before).toBe(1) // the head alone
+  })
+
+  it('asks again only past the boundary and after refreshMs, and never moves down', async () => {
+    const { rpc, state } = node({ head: 1000, finalized: 900 })
+    let clock = 0
+    const finality = createFinality({ rpc, depth: 64, refreshMs: 100, now: () => clock })
+    await finality.isFinal(10)
+    const asked = state.calls
+    expect(await finality.isFinal(899)).toBe(true)
+    expect(await finality.isFinal(950)).toBe(false)
+    expect(state.calls).toBe(asked) // within refreshMs: the boundary known answers
+    state.finalized = 800 // another endpoint, behind
+    clock = 200
+    expect(await finality.isFinal(950)).toBe(false)
+    expect(finality.boundary()).toBe(900)
+    state.finalized = 960
+    clock = 400
+    expect(await finality.isFinal(950)).toBe(true)
+  })
+
+  it('a node that cannot be reached leaves the boundary where it was: such ranges take the tip path', async () => {
+    const { rpc, state } = node({ head: 1000, finalized: 900 })
+    let clock = 0
+    const finality = createFinality({ rpc, depth: 64, refreshMs: 10, now: () => clock })
+    expect(await finality.isFinal(900)).toBe(true)
+    state.finalized = 'down'
+    clock = 20
+    expect(await finality.isFinal(950)).toBe(false)
+    expect(finality.boundary()).toBe(900)
+    state.finalized = 990
+    clock = 40
+    expect(await finality.isFinal(950)).toBe(true) // still asks the tag: a fault of the moment is not "no tag"
+  })
+})

@@ -1,0 +1,75 @@
+import type { Rpc } from '../rpc/client.js'
+
+/**
+ * Where a chain's finalized history ends (issue 40.1): the node's
+ * `finalized` block where it answers one, else the head less
+ * `depth` blocks (FINALITY_DEPTH). A range wholly at or below it is
+ * committed by the bulk path (store/bulk-commit.ts); every other range by
+ * the tip path.
+ *
+ * The boundary only moves up: a node that answers a lower finalized block
+ * than one seen before (another endpoint, a restart) does not make final
+ * history reversible again. It is asked again at most every `refreshMs`,
+ * and only when a range ends above the boundary known: during a backfill
+ * almost every range is far below it. A node that answers neither tag
+ * leaves the boundary where it was: the ranges above it take the tip path,
+ * which is always safe.
+ */
+export type Finality = {
+  /** Whether block `toBlock` (and so every block of a range ending there) is final. */
+  isFinal(toBlock: number): Promise<boolean>
+  /** The highest final block known (-1 before the first answer). */
+  boundary(): number
+}
+
+export type FinalityOptions = {
+  rpc: Pick<Rpc, 'request' | 'latestHeader'>
+  /** Blocks behind the head taken as final when the node has no `finalized` tag. */
+  depth: number
+  refreshMs?: number
+  now?: () => number
+}
+
+type Header = { number: string } | null
+
+export function createFinality({ rpc, depth, refreshMs = 2_000, now = Date.now }: FinalityOptions): Finality {
+  let boundary = -1
+  let askedAt = Number.NEGATIVE_INFINITY
+  let asking: Promise<void> | undefined
+  // a node that refused the tag once is asked for the head from then on
+  let hasFinalizedTag = true
+
+  async function finalizedByNode(): Promise<number | undefined> {
+    if (!hasFinalizedTag) return undefined
+    try {
+      const header = await rpc.request<Header>('eth_getBlockByNumber', ['finalized', false])
+      if (header) return Number.parseInt(header.number, 16)
+    } catch (error) {
+      // the node's own error for the call (an unknown tag: -32602, -32601…) says it has none; anything else is a
+      // fault of the moment, asked again next time
+      if ((error as { kind?: string }).kind !== 'item_error') throw error
+    }
+    hasFinalizedTag = false
+    return undefined
+  }
+
+  async function ask(): Promise<void> {
+    askedAt = now()
+    const finalized = (await finalizedByNode()) ?? Number.parseInt((await rpc.latestHeader()).number, 16) - depth
+    boundary = Math.max(boundary, finalized)
+  }
+
+  return {
+    async isFinal(toBlock) {
+      if (toBlock <= boundary) return true
+      if (now() - askedAt >= refreshMs) {
+        asking ??= ask()
+          .catch(() => {})
+          .finally(() => (asking = undefined))
+        await asking
+      }
+      return toBlock <= boundary
+    },
+    boundary: () => boundary,
+  }
+}

@@ -1,0 +1,401 @@
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import type postgres from 'postgres'
+import { boundedReason } from '../attribution/limits.js'
+import { planForParameters, type Database } from '../db/client.js'
+import { arrayLiteral, attributionInsert, suffixInsert } from './attribution-columns.js'
+import { HOUR_MS, HOURLY_TOTALS_DAYS } from './buckets.js'
+import type { CommitOutcome, RangeResult } from './commit.js'
+import { recordsOf } from './commit.js'
+import { ATTRIBUTION_EVENTS_CHANNEL } from './events.js'
+import { createEveryChainMemory, forgetEveryChainState, writesEveryChain, type EveryChainMemory } from './every-chain.js'
+import { foldAggregates, type Columns, type FoldedAggregates, type WindowBound } from './fold.js'
+import { FINAL_REFS, holdRefsWritersAlone } from './final-refs.js'
+
+/**
+ * The bulk path of the commit (issue 40): ranges wholly at or below the
+ * chain's finalized block, committed in one transaction as the tip path
+ * commits (commit.ts) — the ranges flip to done with their rows, exactly
+ * once, a kill leaves all or nothing — but written the way finalized history
+ * can be:
+ * - attribution and suffix rows by `COPY … FROM STDIN`: no conflict to
+ *   handle, since the ranges are locked pending (no row of theirs exists)
+ *   and a range never overlaps another;
+ * - every aggregate folded in this process over the whole batch (fold.ts),
+ *   then one upsert per aggregate row, instead of grouping each statement's
+ *   returned rows in SQL.
+ * The aggregate tables are the tip path's (reference counts included), so
+ * reads, rollbacks and the tip path need nothing new, and a bulk-committed
+ * range is as reversible as any.
+ */
+
+type Tx = postgres.TransactionSql
+
+/** A batch with a range no longer pending: nothing written, its caller commits the ranges one by one. */
+class StaleBatch extends Error {}
+
+export async function commitFinalRanges(db: Database, results: readonly RangeResult[], memory: EveryChainMemory = createEveryChainMemory()): Promise<CommitOutcome[]> {
+  const sql = db.$client
+  const chainIds = results.map(({ job }) => job.chainId)
+  // the every-chain scope's state can change under a commit only once in a database's life: a second try fits
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const everyChain = await writesEveryChain(sql, chainIds, memory)
+    try {
+      const written = await sql.begin((tx) => commitInTransaction(tx, results, everyChain))
+      if (written) return results.map(({ rows }) => ({ committed: true, inserted: rows.length }))
+    } catch (error) {
+      if (error instanceof StaleBatch) return results.map(() => ({ committed: false, inserted: 0 }))
+      throw error
+    }
+    forgetEveryChainState(memory)
+  }
+  throw new Error('the every-chain scope state kept changing under the commit')
+}
+
+/** False when the every-chain scope is not in the state assumed (nothing written). */
+async function commitInTransaction(tx: Tx, results: readonly RangeResult[], everyChain: boolean): Promise<boolean> {
+  // its arrays hold thousands of rows: planned for them, never by a generic plan costed for 100 (commit.ts)
+  await planForParameters(tx)
+  await holdRefsWritersAlone(tx)
+  const [state] = await tx<{ ok: boolean }[]>`
+    select kept = ${everyChain} and (kept or only_chain = ${results[0]!.job.chainId}) as ok from every_chain_scope where id = 1 for share`
+  if (!state?.ok) return false
+  await flipRangesToDone(tx, results)
+  await recordFinalThrough(tx, results)
+  await storeBlocksAndMalformed(tx, results)
+  await copyRows(tx, results)
+  const context = await foldContext(tx, everyChain)
+  await writeAggregates(tx, foldAggregates(results, context))
+  return true
+}
+
+/** Locks the ranges in (chain, block) order and flips them to done, or throws StaleBatch if one is no longer pending. */
+async function flipRangesToDone(tx: Tx, results: readonly RangeResult[]) {
+  const batch = results.map(({ job, txCount, rows }) => ({
+    chain_id: job.chainId,
+    from_block: job.fromBlock,
+    to_hash: job.toHash,
+    tx_count: txCount,
+    attribution_count: rows.length,
+  }))
+  const [row] = await tx<{ done: number }[]>`
+    with batch as (
+      select * from jsonb_to_recordset(${JSON.stringify(batch)}::jsonb)
+        as b(chain_id int, from_block bigint, to_hash text, tx_count int, attribution_count int)
+    ),
+    locked as (
+      select r.chain_id, r.from_block from ranges r
+      join batch b on r.chain_id = b.chain_id and r.from_block = b.from_block and r.to_hash = b.to_hash
+      where r.status = 'pending'
+      order by r.chain_id, r.from_block
+      for update of r
+    ),
+    done as (
+      update ranges r
+      set status = 'done', tx_count = b.tx_count, attribution_count = b.attribution_count, done_at = now(), mismatch_at = null
+      from batch b
+      where (select count(*) from locked) = ${results.length}
+        and r.chain_id = b.chain_id and r.from_block = b.from_block and r.to_hash = b.to_hash and r.status = 'pending'
+      returning 1
+    )
+    select count(*)::int as done from done`
+  if (row!.done !== results.length) throw new StaleBatch()
+}
+
+/** Per chain, the highest block committed in bulk: a rollback below it is refused (follower/reconcile.ts). */
+async function recordFinalThrough(tx: Tx, results: readonly RangeResult[]) {
+  const highest = new Map<number, number>()
+  for (const { job } of results) highest.set(job.chainId, Math.max(highest.get(job.chainId) ?? -1, job.toBlock))
+  for (const [chainId, block] of highest)
+    await tx`update chain_state set final_through = greatest(coalesce(final_through, -1), ${block}) where chain_id = ${chainId}`
+}
+
+async function storeBlocksAndMalformed(tx: Tx, results: readonly RangeResult[]) {
+  const blocks = results.flatMap(({ job, blocks }) =>
+    blocks.map((block) => ({
+      chain_id: job.chainId,
+      number: block.number,
+      hash: block.hash,
+      parent_hash: block.parentHash,
+      timestamp: new Date(block.timestamp * 1000).toISOString(),
+      tx_count: block.txCount,
+    })),
+  )
+  await tx`
+    insert into blocks (chain_id, number, hash, parent_hash, timestamp, tx_count)
+    select * from jsonb_to_recordset(${JSON.stringify(blocks)}::jsonb)
+      as k(chain_id int, number bigint, hash text, parent_hash text, timestamp timestamptz, tx_count int)
+    on conflict (chain_id, number) do update set
+      hash = excluded.hash, parent_hash = excluded.parent_hash, timestamp = excluded.timestamp, tx_count = excluded.tx_count`
+  const malformed = results.flatMap(({ job, malformed }) =>
+    malformed.map((m) => ({ chain_id: job.chainId, block_number: m.blockNumber, tx_hash: m.txHash, user_op_index: m.userOpIndex, reason: boundedReason(m.reason) })),
+  )
+  if (malformed.length === 0) return
+  await tx`
+    insert into malformed_suffixes (chain_id, block_number, tx_hash, user_op_index, reason)
+    select * from jsonb_to_recordset(${JSON.stringify(malformed)}::jsonb)
+      as m(chain_id int, block_number bigint, tx_hash text, user_op_index int, reason text)
+    on conflict do nothing`
+}
+
+/** The attribution and suffix rows, by COPY: the ranges are locked pending, so none of their rows exists yet. */
+async function copyRows(tx: Tx, results: readonly RangeResult[]) {
+  const rows = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: rows }))
+  if (rows.every((group) => group.sources.length === 0)) return
+  const records = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: recordsOf(rows) }))
+  await copyInto(tx, 'attributions', attributionInsert.names, attributionInsert.copyText(rows))
+  await copyInto(tx, 'attribution_suffixes', suffixInsert.names, suffixInsert.copyText(records))
+}
+
+/** COPY text into a table in the caller's transaction: the bulk path's rows, and the commit bench's floor. */
+export async function copyInto(tx: Tx, table: string, columns: readonly string[], text: string) {
+  // table and column names are the schema's constants, never input
+  const writable = await tx.unsafe(`copy ${table} (${columns.map((name) => `"${name}"`).join(', ')}) from stdin`).writable()
+  await pipeline(Readable.from([text]), writable)
+}
+
+/** The ready windows (locked FOR SHARE, as the tip path locks them) and the first hour kept, by the database's clock. */
+async function foldContext(tx: Tx, everyChain: boolean) {
+  const windows = await tx<{ name: string; subject: WindowBound['subject']; from_ms: number; until_ms: number; ready: boolean }[]>`
+    select name, subject, ready, (extract(epoch from from_at) * 1000)::float8 as from_ms, (extract(epoch from until_at) * 1000)::float8 as until_ms
+    from window_bounds order by name for share`
+  const [clock] = await tx<{ hour_ms: number }[]>`select (extract(epoch from date_trunc('hour', now())) * 1000)::float8 as hour_ms`
+  return {
+    everyChain,
+    windows: windows.filter((w) => w.ready).map((w) => ({ name: w.name, subject: w.subject, fromMs: w.from_ms, untilMs: w.until_ms })),
+    firstKeptHourMs: clock!.hour_ms - HOURLY_TOTALS_DAYS * 24 * HOUR_MS,
+  }
+}
+
+/** `unnest(…) as u(names)` over one array literal per column: folded rows as a relation. */
+function folded(tx: Tx, columns: Columns, types: ReadonlyArray<[name: string, type: string]>) {
+  const parameters = types
+    .map(([name, type]) => tx`${arrayLiteral(columns[name]!)}::${tx.unsafe(`${type}[]`)}`)
+    .reduce((list, parameter) => tx`${list}, ${parameter}`)
+  return tx`unnest(${parameters}) as u(${tx.unsafe(types.map(([name]) => name).join(', '))})`
+}
+
+/**
+ * One statement writing every folded aggregate, each upsert in key order
+ * (as aggregates.ts does) so commits sharing rows lock them in one order.
+ */
+async function writeAggregates(tx: Tx, aggregates: FoldedAggregates) {
+  await tx`
+    with ${codeTotals(tx, 'code_daily_totals', 'day', 'date', aggregates.codeDaily)},
+    ${codeTotals(tx, 'code_hourly_totals', 'hour', 'timestamptz', aggregates.codeHourly)},
+    ${chainTotals(tx, 'chain_daily_totals', 'day', 'date', aggregates.chainDaily)},
+    ${chainTotals(tx, 'chain_hourly_totals', 'hour', 'timestamptz', aggregates.chainHourly)},
+    ${refsCtes(tx, CODE_SENDERS, aggregates.codeSenderRefs)},
+    ${refsCtes(tx, WINDOW_SENDERS, aggregates.windowSenderRefs)},
+    ${refsCtes(tx, WINDOW_CODE_SENDERS, aggregates.windowCodeSenderRefs)},
+    ${chainSenderCtes(tx, aggregates.chainSenders)},
+    ${codeWindowTotals(tx, aggregates.codeWindows)},
+    ${eventCtes(tx, aggregates.events)}
+    -- a CTE without data-modifying statements runs only if read: the notifications must be
+    select (select count(*) from notified) as notified`
+}
+
+function codeTotals(tx: Tx, table: string, bucket: 'day' | 'hour', type: string, totals: Columns) {
+  return tx`
+    ${tx(table)} as (
+      insert into ${tx(table)} as t (code, registry, chain_id, ${tx(bucket)}, kind, success_count, reverted_count, suffix_gas)
+      select * from ${folded(tx, totals, [
+        ['code', 'text'],
+        ['registry', 'text'],
+        ['chain_id', 'int'],
+        ['bucket', type],
+        ['kind', 'text'],
+        ['success_count', 'bigint'],
+        ['reverted_count', 'bigint'],
+        ['suffix_gas', 'bigint'],
+      ])}
+      order by 1, 2, 3, 4, 5
+      on conflict (code, registry, chain_id, ${tx(bucket)}, kind) do update set
+        success_count = t.success_count + excluded.success_count,
+        reverted_count = t.reverted_count + excluded.reverted_count,
+        suffix_gas = t.suffix_gas + excluded.suffix_gas
+      returning 1
+    )`
+}
+
+function chainTotals(tx: Tx, table: string, bucket: 'day' | 'hour', type: string, totals: Columns) {
+  return tx`
+    ${tx(table)} as (
+      insert into ${tx(table)} as t (chain_id, ${tx(bucket)}, kind, attributions, success_count, reverted_count)
+      select * from ${folded(tx, totals, [
+        ['chain_id', 'int'],
+        ['bucket', type],
+        ['kind', 'text'],
+        ['attributions', 'bigint'],
+        ['success_count', 'bigint'],
+        ['reverted_count', 'bigint'],
+      ])}
+      order by 1, 2, 3
+      on conflict (chain_id, ${tx(bucket)}, kind) do update set
+        attributions = t.attributions + excluded.attributions,
+        success_count = t.success_count + excluded.success_count,
+        reverted_count = t.reverted_count + excluded.reverted_count
+      returning 1
+    )`
+}
+
+/** FINAL_REFS as a bigint literal (a constant, never input). */
+const finalRefs = (tx: Tx) => tx.unsafe(`${FINAL_REFS}::bigint`)
+
+/**
+ * A distinct-sender table (scope-refs.ts) and the counts it moves: `keys`
+ * name its row, `groups` give the counts table's key columns from the row
+ * (`o.`) and a scope key (`s.key`).
+ */
+type RefsTable = {
+  name: string
+  refs: string
+  keys: ReadonlyArray<[name: string, type: string]>
+  counts: string
+  groups: ReadonlyArray<[name: string, expression: string]>
+}
+
+const CODE_SCOPE_GROUPS: ReadonlyArray<[string, string]> = [
+  ['registry', `split_part(s.key, '|', 1)`],
+  ['chain_id', `split_part(s.key, '|', 2)::int`],
+]
+
+const CODE_SENDERS: RefsTable = {
+  name: 'code_senders',
+  refs: 'code_day_sender_refs',
+  keys: [['code', 'text'], ['day', 'date'], ['sender', 'text']],
+  counts: 'code_daily_sender_counts',
+  groups: [['code', 'o.code'], ...CODE_SCOPE_GROUPS, ['day', 'o.day']],
+}
+const WINDOW_SENDERS: RefsTable = {
+  name: 'window_senders',
+  refs: 'window_sender_refs',
+  keys: [['window_name', 'text'], ['sender', 'text']],
+  counts: 'sender_window_counts',
+  groups: [['window_name', 'o.window_name'], ['scope', 's.key::int']],
+}
+const WINDOW_CODE_SENDERS: RefsTable = {
+  name: 'window_code_senders',
+  refs: 'window_code_sender_refs',
+  keys: [['window_name', 'text'], ['code', 'text'], ['sender', 'text']],
+  counts: 'code_sender_window_counts',
+  groups: [['window_name', 'o.window_name'], ['code', 'o.code'], ...CODE_SCOPE_GROUPS],
+}
+
+/**
+ * Final rows' members into a distinct-sender table (final-refs.ts): each
+ * row's scopes (`wanted`, every one at FINAL_REFS) against what the table
+ * held before this statement (`old`, read alone: holdRefsWritersAlone). A
+ * new member is inserted; a member lacking FINAL_REFS in a scope gets it
+ * added; a member already final in every scope is only read. A scope whose
+ * value was 0 or less (absent) counts one sender more.
+ */
+function refsCtes(tx: Tx, table: RefsTable, columns: Columns) {
+  // names and expressions are this module's constants, never input
+  const keys = tx.unsafe(table.keys.map(([name]) => name).join(', '))
+  const keysOf = (alias: string) => tx.unsafe(table.keys.map(([name]) => `${alias}.${name}`).join(', '))
+  const groupNames = tx.unsafe(table.groups.map(([name]) => name).join(', '))
+  const groupValues = tx.unsafe(table.groups.map(([name, expression]) => `${expression} as ${name}`).join(', '))
+  const old = tx(`${table.name}_old`)
+  const lacksFinal = (refs: string) => tx`coalesce((${tx.unsafe(refs)} ->> s.key)::bigint, 0) < ${finalRefs(tx)}`
+  return tx`
+    ${old} as (
+      select ${keysOf('d')}, d.refs as wanted, t.refs as old
+      from (select * from ${folded(tx, columns, [...table.keys, ['refs', 'jsonb']])}) as d
+      left join ${tx(table.refs)} t using (${keys})
+    ),
+    ${tx(`${table.name}_fresh`)} as (
+      insert into ${tx(table.refs)} (${keys}, refs)
+      select ${keys}, wanted from ${old} where old is null order by ${keys}
+      returning 1
+    ),
+    ${tx(`${table.name}_topped`)} as (
+      update ${tx(table.refs)} t
+      set refs = t.refs || (
+        select jsonb_object_agg(s.key, coalesce((t.refs ->> s.key)::bigint, 0) + ${finalRefs(tx)}) from jsonb_object_keys(o.wanted) as s(key) where ${lacksFinal('t.refs')})
+      from ${old} o
+      where o.old is not null and (${keysOf('t')}) = (${keysOf('o')})
+        and exists (select 1 from jsonb_object_keys(o.wanted) as s(key) where ${lacksFinal('o.old')})
+      returning 1
+    ),
+    ${tx(`${table.name}_counts`)} as (
+      insert into ${tx(table.counts)} as t (${groupNames}, senders)
+      select ${groupNames}, count(*)
+      from (
+        select ${groupValues} from ${old} o cross join lateral jsonb_object_keys(o.wanted) as s(key)
+        where coalesce((o.old ->> s.key)::bigint, 0) <= 0
+      ) as counted
+      group by ${groupNames} order by ${groupNames}
+      on conflict (${groupNames}) do update set senders = t.senders + excluded.senders
+      returning 1
+    )`
+}
+
+/** A chain's senders per day: present while final rows hold FINAL_REFS (or tip rows a count) in `attributions`. */
+function chainSenderCtes(tx: Tx, columns: Columns) {
+  return tx`
+    chain_senders_old as (
+      select d.chain_id, d.day, d.sender, t.attributions as old
+      from (select * from ${folded(tx, columns, [['chain_id', 'int'], ['day', 'date'], ['sender', 'text']])}) as d
+      left join chain_daily_senders t using (day, chain_id, sender)
+    ),
+    chain_senders_fresh as (
+      insert into chain_daily_senders (chain_id, day, sender, attributions)
+      select chain_id, day, sender, ${finalRefs(tx)} from chain_senders_old where old is null order by day, chain_id, sender
+      returning 1
+    ),
+    chain_senders_topped as (
+      update chain_daily_senders t set attributions = t.attributions + ${finalRefs(tx)}
+      from chain_senders_old o
+      where o.old is not null and o.old < ${finalRefs(tx)} and (t.day, t.chain_id, t.sender) = (o.day, o.chain_id, o.sender)
+      returning 1
+    )`
+}
+
+function codeWindowTotals(tx: Tx, windows: Columns) {
+  return tx`
+    code_windows as (
+      insert into code_window_totals as t (window_name, scope, code, registry, transactions, user_operations, reverted)
+      select * from ${folded(tx, windows, [
+        ['window_name', 'text'],
+        ['scope', 'int'],
+        ['code', 'text'],
+        ['registry', 'text'],
+        ['transactions', 'bigint'],
+        ['user_operations', 'bigint'],
+        ['reverted', 'bigint'],
+      ])}
+      order by 1, 2, 3, 4
+      on conflict (window_name, scope, code, registry) do update set
+        transactions = t.transactions + excluded.transactions,
+        user_operations = t.user_operations + excluded.user_operations,
+        reverted = t.reverted + excluded.reverted
+      returning 1
+    )`
+}
+
+/** One stream event per range and code, staged as one row of aligned arrays (drizzle/0018), and a notification per range. */
+function eventCtes(tx: Tx, events: Columns) {
+  return tx`
+    event_rows as (
+      select * from ${folded(tx, events, [
+        ['chain_id', 'int'],
+        ['from_block', 'bigint'],
+        ['code', 'text'],
+        ['registry', 'text'],
+        ['to_block', 'bigint'],
+        ['attributions', 'int'],
+      ])}
+    ),
+    staged_events as (
+      insert into attribution_events_staged (type, chain_ids, codes, registries, from_blocks, to_blocks, attributions)
+      select 'commit', array_agg(chain_id), array_agg(code), array_agg(registry), array_agg(from_block), array_agg(to_block), array_agg(attributions)
+      from (select * from event_rows order by chain_id, from_block, code, registry) as ordered
+      having count(*) > 0
+      returning 1
+    ),
+    notified as (
+      select pg_notify(${ATTRIBUTION_EVENTS_CHANNEL}, json_build_object('type', 'commit', 'chainId', chain_id, 'fromBlock', from_block)::text)
+      from event_rows group by chain_id, from_block
+    )`
+}

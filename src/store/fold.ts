@@ -1,0 +1,255 @@
+import { EVERY_CHAIN } from '../db/schema/index.js'
+import type { AttributionRecord } from '../attribution/records.js'
+import type { AttributionRow } from './attribution-columns.js'
+import { DAY_MS, HOUR_MS } from './buckets.js'
+import type { RangeResult } from './commit.js'
+import { FINAL_REFS } from './final-refs.js'
+
+/**
+ * Every aggregate of a batch of committed ranges, folded in the committing
+ * process's memory (issue 40.2): what aggregates.ts computes in SQL per
+ * statement, computed here once over the whole batch, so each aggregate row
+ * is written once per batch — one upsert per (code, day), not one per
+ * attribution row. The bulk commit (bulk-commit.ts) writes the result; the
+ * definitions mirror aggregates.ts exactly (sign +1), and
+ * test/indexer/bulk-commit.test.ts checks both give the same tables.
+ *
+ * The folding is the committing process's hot loop on a dense chain (a
+ * distinct sender of a code and day is one entry per row there), so it
+ * builds no key string: entries sit in nested maps keyed by the row's own
+ * strings (whose hashes V8 keeps), and come out as one array per column,
+ * the parameters of the bulk commit's `unnest`.
+ */
+
+/** A ready rolling window, as `window_bounds` holds it (ms since the epoch, ±Infinity for open ends). */
+export type WindowBound = { name: string; subject: 'code' | 'sender' | 'code-sender'; fromMs: number; untilMs: number }
+
+export type FoldContext = {
+  /** Whether the every-chain scope (EVERY_CHAIN) is written too (every-chain.ts). */
+  everyChain: boolean
+  /** The ready windows, locked by the caller's transaction. */
+  windows: readonly WindowBound[]
+  /** The first hour kept in the hourly tables, by the database's clock (HOURLY_TOTALS_DAYS). */
+  firstKeptHourMs: number
+}
+
+/** Rows of one table to upsert, one array per column (named as the table's columns). */
+export type Columns = Record<string, unknown[]>
+
+export type FoldedAggregates = {
+  codeDaily: Columns
+  codeHourly: Columns
+  chainDaily: Columns
+  chainHourly: Columns
+  /** Reference counts to add per (code, day, sender): `refs` is the JSON of scope `registry|chain` → rows (CODE_SCOPE_KEY). */
+  codeSenderRefs: Columns
+  chainSenders: Columns
+  codeWindows: Columns
+  /** Per (window, sender): `refs` is the JSON of scope (a chain, or 0) → rows. */
+  windowSenderRefs: Columns
+  /** Per (window, code, sender), scopes as codeSenderRefs'. */
+  windowCodeSenderRefs: Columns
+  /** One stream event per range and code. */
+  events: Columns
+}
+
+/** The registry namespace a row counts in, as aggregates.ts spells it. */
+export function registryOf({ resolution }: AttributionRow): string {
+  return resolution.registry ? `${resolution.registry.chainId}:${resolution.registry.address.toLowerCase()}` : 'canonical'
+}
+
+type Tree<V> = Map<unknown, V>
+const newTree = () => new Map()
+
+/** The branch of `tree` at `key`, made on first use. */
+function branch<V>(tree: Tree<V>, key: unknown, make: () => V): V {
+  let value = tree.get(key)
+  if (value === undefined) tree.set(key, (value = make()))
+  return value
+}
+
+/** Every leaf of a tree `depth` maps deep, with the keys on its way. */
+function* leaves(tree: Tree<unknown>, depth: number, keys: unknown[] = []): Generator<[unknown[], unknown]> {
+  for (const [key, value] of tree) {
+    keys.push(key)
+    if (depth === 1) yield [keys, value]
+    else yield* leaves(value as Tree<unknown>, depth - 1, keys)
+    keys.pop()
+  }
+}
+
+type CodeTotals = { success: number; reverted: number; suffixGas: number }
+type ChainTotals = { attributions: number; success: number; reverted: number }
+type WindowTotals = { transactions: number; userOperations: number; reverted: number }
+/** Scope → rows, as the refs tables' JSON holds them. */
+type Refs = Record<string, number>
+
+/** What one record means to every row of it: its buckets, computed once. */
+type RecordBuckets = { day: string; dayMs: number; hour: string | undefined; hourMs: number }
+
+export function foldAggregates(results: readonly RangeResult[], context: FoldContext): FoldedAggregates {
+  const codeDaily: Tree<Tree<Tree<Tree<Tree<CodeTotals>>>>> = new Map() // code, registry, chain, day, kind
+  const codeHourly: Tree<Tree<Tree<Tree<Tree<CodeTotals>>>>> = new Map()
+  const chainDaily: Tree<Tree<Tree<ChainTotals>>> = new Map() // chain, day, kind
+  const chainHourly: Tree<Tree<Tree<ChainTotals>>> = new Map()
+  const codeSenders: Tree<Tree<Tree<Refs>>> = new Map() // code, day, sender
+  const chainSenders: Tree<Tree<Tree<number>>> = new Map() // chain, day, sender
+  const codeWindows: Tree<Tree<Tree<Tree<WindowTotals>>>> = new Map() // window, scope, code, registry
+  const windowSenders: Tree<Tree<Refs>> = new Map() // window, sender
+  const windowCodeSenders: Tree<Tree<Tree<Refs>>> = new Map() // window, code, sender
+  const events: Tree<Tree<Tree<Tree<{ toBlock: number; attributions: number }>>>> = new Map() // chain, from, code, registry
+  const scopeKeys: ScopeKeys = new Map()
+  const byHour = context.windows.filter((w) => w.subject !== 'code-sender')
+  const byDay = context.windows.filter((w) => w.subject === 'code-sender')
+
+  let record: AttributionRecord | undefined
+  let buckets: RecordBuckets = { day: '', dayMs: 0, hour: undefined, hourMs: 0 }
+  for (const { job, rows } of results) {
+    const chainId = job.chainId
+    const chainScope = String(chainId)
+    for (const row of rows) {
+      const { code } = row
+      const registry = registryOf(row)
+      // a record's rows (one per code) come together: its buckets and its once-per-record counts are taken at its first row
+      const firstOfRecord = row.record !== record
+      if (firstOfRecord) {
+        record = row.record
+        buckets = bucketsOf(record.blockTimestamp, context.firstKeptHourMs)
+      }
+      const { day, dayMs, hour, hourMs } = buckets
+      const rec = record!
+      const success = rec.status === 'success'
+
+      addCodeTotals(branch(branch(branch(branch(codeDaily, code, newTree), registry, newTree), chainId, newTree), day, newTree), rec, success)
+      addChainTotals(branch(branch(chainDaily, chainId, newTree), day, newTree), rec.kind, success, firstOfRecord)
+      if (hour !== undefined) {
+        addCodeTotals(branch(branch(branch(branch(codeHourly, code, newTree), registry, newTree), chainId, newTree), hour, newTree), rec, success)
+        addChainTotals(branch(branch(chainHourly, chainId, newTree), hour, newTree), rec.kind, success, firstOfRecord)
+      }
+
+      // a code's sender counts in its registry and in any ('*'), on its chain and (when kept) every chain
+      const senderRefs = branch(branch(branch(codeSenders, code, newTree), day, newTree), rec.sender, newRefs)
+      addCodeScopes(scopeKeys, senderRefs, registry, chainScope, context.everyChain)
+      for (const w of byDay)
+        if (dayMs >= w.fromMs && dayMs < w.untilMs)
+          addCodeScopes(scopeKeys, branch(branch(branch(windowCodeSenders, w.name, newTree), code, newTree), rec.sender, newRefs), registry, chainScope, context.everyChain)
+      const perSender = branch(branch(chainSenders, chainId, newTree), day, newTree)
+      perSender.set(rec.sender, (perSender.get(rec.sender) ?? 0) + 1)
+
+      for (const w of byHour) {
+        if (hourMs < w.fromMs || hourMs >= w.untilMs) continue
+        if (w.subject === 'sender') {
+          const refs = branch(branch(windowSenders, w.name, newTree), rec.sender, newRefs)
+          refs[chainScope] = (refs[chainScope] ?? 0) + 1
+          if (context.everyChain) refs[EVERY_CHAIN] = (refs[EVERY_CHAIN] ?? 0) + 1
+          continue
+        }
+        const scopes = branch(codeWindows, w.name, newTree)
+        addWindowTotals(branch(branch(branch(scopes, chainId, newTree), code, newTree), registry, newWindowTotals), rec, success)
+        if (context.everyChain) addWindowTotals(branch(branch(branch(scopes, EVERY_CHAIN, newTree), code, newTree), registry, newWindowTotals), rec, success)
+      }
+      const event = branch(branch(branch(branch(events, chainId, newTree), job.fromBlock, newTree), code, newTree), registry, () => ({ toBlock: job.toBlock, attributions: 0 }))
+      event.attributions++
+    }
+  }
+  return {
+    codeDaily: codeTotalsColumns(codeDaily),
+    codeHourly: codeTotalsColumns(codeHourly),
+    chainDaily: chainTotalsColumns(chainDaily),
+    chainHourly: chainTotalsColumns(chainHourly),
+    codeSenderRefs: columnsOf(codeSenders, 3, ['code', 'day', 'sender'], ['refs'], refsJson),
+    chainSenders: columnsOf(chainSenders, 3, ['chain_id', 'day', 'sender'], [], () => []),
+    codeWindows: columnsOf(codeWindows, 4, ['window_name', 'scope', 'code', 'registry'], ['transactions', 'user_operations', 'reverted'], (totals: WindowTotals) => [
+      totals.transactions,
+      totals.userOperations,
+      totals.reverted,
+    ]),
+    windowSenderRefs: columnsOf(windowSenders, 2, ['window_name', 'sender'], ['refs'], refsJson),
+    windowCodeSenderRefs: columnsOf(windowCodeSenders, 3, ['window_name', 'code', 'sender'], ['refs'], refsJson),
+    events: columnsOf(events, 4, ['chain_id', 'from_block', 'code', 'registry'], ['to_block', 'attributions'], (event: { toBlock: number; attributions: number }) => [
+      event.toBlock,
+      event.attributions,
+    ]),
+  }
+}
+
+/** The record's UTC day and hour (the hour only while the hourly tables keep it). */
+function bucketsOf(seconds: number, firstKeptHourMs: number): RecordBuckets {
+  const ms = seconds * 1000
+  const dayMs = Math.floor(ms / DAY_MS) * DAY_MS
+  const hourMs = Math.floor(ms / HOUR_MS) * HOUR_MS
+  return {
+    day: new Date(dayMs).toISOString().slice(0, 10),
+    dayMs,
+    hour: hourMs >= firstKeptHourMs ? new Date(hourMs).toISOString() : undefined,
+    hourMs,
+  }
+}
+
+const newRefs = (): Refs => ({})
+/** A member's scopes, each at FINAL_REFS: what a final row puts in a distinct-sender table (final-refs.ts). */
+function refsJson(refs: Refs): unknown[] {
+  let json = ''
+  for (const key in refs) json += `${json ? ',' : '{'}${JSON.stringify(key)}:${FINAL_REFS}`
+  return [`${json}}`]
+}
+const newWindowTotals = (): WindowTotals => ({ transactions: 0, userOperations: 0, reverted: 0 })
+
+function addCodeTotals(byKind: Tree<CodeTotals>, record: AttributionRecord, success: boolean) {
+  const totals = branch(byKind, record.kind, () => ({ success: 0, reverted: 0, suffixGas: 0 }))
+  if (success) totals.success++
+  else totals.reverted++
+  totals.suffixGas += record.attribution.suffixGas
+}
+
+/** A chain's totals count rows, and each transaction or UserOperation once (at its first row). */
+function addChainTotals(byKind: Tree<ChainTotals>, kind: string, success: boolean, firstOfRecord: boolean) {
+  const totals = branch(byKind, kind, () => ({ attributions: 0, success: 0, reverted: 0 }))
+  totals.attributions++
+  if (!firstOfRecord) return
+  if (success) totals.success++
+  else totals.reverted++
+}
+
+/** The scope keys a code's sender counts in, per registry and chain: a few per batch, each made once. */
+type ScopeKeys = Tree<Tree<string[]>>
+
+function addCodeScopes(scopeKeys: ScopeKeys, refs: Refs, registry: string, chainScope: string, everyChain: boolean) {
+  const keys = branch(branch(scopeKeys, registry, newTree), chainScope, () => [`${registry}|${chainScope}`, `*|${chainScope}`, `${registry}|${EVERY_CHAIN}`, `*|${EVERY_CHAIN}`])
+  const count = everyChain ? 4 : 2
+  for (let i = 0; i < count; i++) refs[keys[i]!] = (refs[keys[i]!] ?? 0) + 1
+}
+
+function addWindowTotals(totals: WindowTotals, record: AttributionRecord, success: boolean) {
+  if (!success) totals.reverted++
+  else if (record.kind === 'transaction') totals.transactions++
+  else totals.userOperations++
+}
+
+/** A tree's leaves as columns: the keys on the way (`keyNames`), then the leaf's own values (`valueNames`, read by `values`). */
+function columnsOf<V>(tree: Tree<unknown>, depth: number, keyNames: readonly string[], valueNames: readonly string[], values: (leaf: V) => unknown[]): Columns {
+  const keyColumns = keyNames.map((): unknown[] => [])
+  const valueColumns = valueNames.map((): unknown[] => [])
+  for (const [keys, leaf] of leaves(tree, depth)) {
+    for (let i = 0; i < keys.length; i++) keyColumns[i]!.push(keys[i])
+    const row = values(leaf as V)
+    for (let i = 0; i < row.length; i++) valueColumns[i]!.push(row[i])
+  }
+  return Object.fromEntries([...keyNames.map((name, i) => [name, keyColumns[i]!]), ...valueNames.map((name, i) => [name, valueColumns[i]!])])
+}
+
+function codeTotalsColumns(tree: Tree<unknown>): Columns {
+  return columnsOf(tree, 5, ['code', 'registry', 'chain_id', 'bucket', 'kind'], ['success_count', 'reverted_count', 'suffix_gas'], (totals: CodeTotals) => [
+    totals.success,
+    totals.reverted,
+    totals.suffixGas,
+  ])
+}
+
+function chainTotalsColumns(tree: Tree<unknown>): Columns {
+  return columnsOf(tree, 3, ['chain_id', 'bucket', 'kind'], ['attributions', 'success_count', 'reverted_count'], (totals: ChainTotals) => [
+    totals.attributions,
+    totals.success,
+    totals.reverted,
+  ])
+}

@@ -1,0 +1,191 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createRandom } from '../../devnet/random.js'
+import { commitFinalRanges } from '../../src/store/bulk-commit.js'
+import { commitRanges, type RangeResult } from '../../src/store/commit.js'
+import { createEveryChainMemory } from '../../src/store/every-chain.js'
+import { createRollingWindows } from '../../src/store/rolling-windows.js'
+import { rollbackAbove } from '../../src/store/rollback.js'
+import { attributionRow, labelHash, senderAddress, type TestAttribution } from '../support/ranges.js'
+import { createTestDatabase, type TestDatabase } from '../support/services.js'
+
+/**
+ * The bulk commit (issue 40) against the tip path's statement: the same
+ * ranges, committed in the same batches, one database each, leave every
+ * table the same — rows, suffixes, blocks, every total, the distinct
+ * senders (which scopes hold each member: final rows hold it without a
+ * count, final-refs.ts) and their counts, the rolling windows, the
+ * stream's events — across days, hours still kept and long gone, two
+ * chains (the every-chain scope built in between), custom registries,
+ * reverted transactions, UserOperations and suffixes with two codes. Tip
+ * rows above final ones, committed before or after them and rolled back,
+ * leave what they leave in the tip path's database.
+ */
+
+const NOW_S = Math.floor(Date.now() / 1000)
+const DAY_S = 86_400
+/** Block times: 40 days ago (outside every window but 'all'), 3 days ago (7d/30d, hourly kept), the last hour. */
+const ERAS = [NOW_S - 40 * DAY_S, NOW_S - 3 * DAY_S - 3600, NOW_S - 1800]
+const CODES = ['alpha', 'beta', 'gamma', 'delta', 'Invalid-Code', 'epsilon']
+const CUSTOM = { chainId: 8453, address: '0xAbCdEf0000000000000000000000000000000001' as const }
+
+let tip: TestDatabase
+let bulk: TestDatabase
+
+beforeAll(async () => {
+  ;[tip, bulk] = await Promise.all([createTestDatabase('bulk_tip'), createTestDatabase('bulk_bulk')])
+  // every window ready, as a running indexer keeps them: rows then fall in the windows their times say
+  for (const database of [tip, bulk]) await createRollingWindows(database.db.$client).ensureCurrent(new Date())
+})
+
+afterAll(async () => {
+  await Promise.all([tip?.drop(), bulk?.drop()])
+})
+
+type Range = { chainId: number; fromBlock: number; toBlock: number; era: number }
+
+/** A range's rows: ~40 records, some with two codes, drawn from a seeded generator (the same for both databases). */
+function rangeResult({ chainId, fromBlock, toBlock, era }: Range): RangeResult {
+  const random = createRandom(chainId * 1000 + fromBlock)
+  const rows: RangeResult['rows'] = []
+  for (let i = 0; i < 40; i++) {
+    const block = fromBlock + random.int(toBlock - fromBlock + 1)
+    const kind = random.chance(0.3) ? 'userOperation' : 'transaction'
+    const item: TestAttribution = {
+      tx: `${chainId}-${fromBlock}-${i}`,
+      code: random.pick(CODES),
+      sender: senderAddress(1 + random.int(12)),
+      timestamp: era + (block - fromBlock) * 2,
+      block,
+      kind,
+      status: random.chance(0.15) ? 'reverted' : 'success',
+      ...(random.chance(0.2) && { registry: CUSTOM }),
+    }
+    const first = attributionRow(item)
+    rows.push(first)
+    const second = random.pick(CODES)
+    if (random.chance(0.2) && second !== item.code) rows.push({ ...first, code: second })
+  }
+  rows.sort((a, b) => a.record.blockNumber - b.record.blockNumber)
+  const blocks = Array.from({ length: toBlock - fromBlock + 1 }, (_, i) => ({
+    number: fromBlock + i,
+    hash: labelHash(`block${fromBlock + i}`),
+    parentHash: labelHash(`block${fromBlock + i - 1}`),
+    timestamp: era + i * 2,
+    txCount: 3,
+  }))
+  const malformed = [{ blockNumber: fromBlock, txHash: labelHash(`bad${chainId}-${fromBlock}`), userOpIndex: -1, reason: 'unknown schema' }]
+  return {
+    job: { chainId, fromBlock, toBlock, parentHash: labelHash(`block${fromBlock - 1}`), toHash: labelHash(`block${toBlock}`) },
+    blocks,
+    txCount: rows.length + 3,
+    rows,
+    malformed: malformed as RangeResult['malformed'],
+  }
+}
+
+/** The batches, in order: one chain alone first (the every-chain scope not kept), then a second chain, then both in one batch. */
+const BATCHES: Range[][] = [
+  [{ chainId: 8453, fromBlock: 1, toBlock: 10, era: ERAS[0]! }, { chainId: 8453, fromBlock: 11, toBlock: 20, era: ERAS[0]! }],
+  [{ chainId: 8453, fromBlock: 21, toBlock: 30, era: ERAS[1]! }],
+  [{ chainId: 10, fromBlock: 1, toBlock: 10, era: ERAS[1]! }, { chainId: 10, fromBlock: 11, toBlock: 20, era: ERAS[2]! }],
+  [{ chainId: 8453, fromBlock: 31, toBlock: 40, era: ERAS[2]! }, { chainId: 10, fromBlock: 21, toBlock: 30, era: ERAS[2]! }],
+]
+
+/** Every table the commit writes, as sorted JSON rows (ids and wall-clock times left out; events in id order). */
+async function tablesOf({ db }: TestDatabase): Promise<Record<string, string[]>> {
+  const tables = [
+    'ranges', 'blocks', 'attributions', 'attribution_suffixes', 'malformed_suffixes',
+    'code_daily_totals', 'code_hourly_totals', 'chain_daily_totals', 'chain_hourly_totals',
+    'code_day_sender_refs', 'code_daily_sender_counts', 'chain_daily_senders',
+    'code_window_totals', 'window_sender_refs', 'sender_window_counts', 'window_code_sender_refs', 'code_sender_window_counts',
+    'every_chain_scope',
+  ]
+  const dump: Record<string, string[]> = {}
+  for (const table of tables) {
+    const rows = await db.$client<{ row: Record<string, unknown> }[]>`
+      select to_jsonb(t) - 'id' - 'done_at' - 'created_at' as row from ${db.$client(table)} t`
+    dump[table] = rows.map(({ row }) => JSON.stringify(presenceOf(table, row))).sort()
+  }
+  const events = await db.$client<{ row: string }[]>`select (to_jsonb(e) - 'id' - 'created_at')::text as row from attribution_events e order by id`
+  dump.attribution_events = events.map(({ row }) => row)
+  return dump
+}
+
+/**
+ * A distinct-sender row as reads see it: which scopes hold the member
+ * (above 0), not by how much — final rows hold FINAL_REFS there instead of
+ * a count (final-refs.ts).
+ */
+function presenceOf(table: string, row: Record<string, unknown>): Record<string, unknown> {
+  if (table === 'chain_daily_senders') return { ...row, attributions: Number(row.attributions) > 0 }
+  if (!table.endsWith('_refs')) return row
+  const refs = row.refs as Record<string, number>
+  return { ...row, refs: Object.keys(refs).filter((scope) => refs[scope]! > 0).sort() }
+}
+
+async function insertPending(database: TestDatabase, results: readonly RangeResult[]) {
+  for (const { job } of results)
+    await database.db.$client`
+      insert into ranges (chain_id, from_block, to_block, parent_hash, to_hash)
+      values (${job.chainId}, ${job.fromBlock}, ${job.toBlock}, ${job.parentHash}, ${job.toHash})`
+}
+
+describe('bulk commit of finalized ranges', () => {
+  it('leaves every table as the tip path leaves it, batch after batch', async () => {
+    const tipMemory = createEveryChainMemory()
+    const bulkMemory = createEveryChainMemory()
+    for (const batch of BATCHES) {
+      const results = batch.map(rangeResult)
+      await Promise.all([insertPending(tip, results), insertPending(bulk, results)])
+      const tipOutcomes = await commitRanges(tip.db, results, tipMemory)
+      const bulkOutcomes = await commitFinalRanges(bulk.db, results, bulkMemory)
+      expect(bulkOutcomes).toEqual(tipOutcomes)
+      expect(bulkOutcomes.every((outcome) => outcome.committed && outcome.inserted > 0)).toBe(true)
+      expect(await tablesOf(bulk)).toEqual(await tablesOf(tip))
+    }
+    const [scope] = await bulk.db.$client<{ kept: boolean }[]>`select kept from every_chain_scope`
+    expect(scope?.kept).toBe(true)
+  })
+
+  it('writes nothing for a batch with a range no longer pending, and nothing twice on a repeat', async () => {
+    const before = await tablesOf(bulk)
+    const done = rangeResult(BATCHES[0]![0]!)
+    const fresh = rangeResult({ chainId: 8453, fromBlock: 41, toBlock: 50, era: ERAS[2]! })
+    await insertPending(bulk, [fresh])
+    expect(await commitFinalRanges(bulk.db, [fresh, done])).toEqual([
+      { committed: false, inserted: 0 },
+      { committed: false, inserted: 0 },
+    ])
+    const after = await tablesOf(bulk)
+    expect(after.ranges).toHaveLength(before.ranges!.length + 1)
+    expect(after.ranges).toEqual(expect.arrayContaining(before.ranges!))
+    for (const table of Object.keys(before).filter((name) => name !== 'ranges')) expect(after[table], table).toEqual(before[table])
+    // the range left pending is the bulk database's alone: the next test compares both again
+    await bulk.db.$client`delete from ranges where chain_id = 8453 and from_block = 41`
+  })
+
+  it('tip rows above final ones, committed before or after them and rolled back, leave what the tip path leaves', async () => {
+    // the same codes, senders and day as the final ranges below them: the tip's references and the final rows'
+    // presence meet in the same rows
+    const tipRange = rangeResult({ chainId: 8453, fromBlock: 61, toBlock: 70, era: ERAS[2]! })
+    const finalRange = rangeResult({ chainId: 8453, fromBlock: 51, toBlock: 60, era: ERAS[2]! })
+    await insertPending(tip, [tipRange, finalRange])
+    await insertPending(bulk, [tipRange, finalRange])
+    // committed out of order, as a backfill's ranges may be: the tip range first
+    await commitRanges(tip.db, [tipRange])
+    await commitRanges(bulk.db, [tipRange])
+    await commitRanges(tip.db, [finalRange])
+    await commitFinalRanges(bulk.db, [finalRange])
+    expect(await tablesOf(bulk)).toEqual(await tablesOf(tip))
+    // a reorg of the tip: its rows go, the final rows' senders stay counted
+    for (const database of [tip, bulk]) {
+      const reserved = await database.db.$client.reserve()
+      try {
+        expect((await rollbackAbove(reserved, 8453, 60)).attributions).toBe(tipRange.rows.length)
+      } finally {
+        reserved.release()
+      }
+    }
+    expect(await tablesOf(bulk)).toEqual(await tablesOf(tip))
+  })
+})
