@@ -1,12 +1,10 @@
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type postgres from 'postgres'
-import { boundedReason } from '../attribution/limits.js'
 import { planForParameters, type Database } from '../db/client.js'
 import { arrayLiteral, attributionInsert, suffixInsert } from './attribution-columns.js'
 import { HOUR_MS, HOURLY_TOTALS_DAYS } from './buckets.js'
-import type { CommitOutcome, RangeResult } from './commit.js'
-import { recordsOf } from './commit.js'
+import { BLOCK_CONFLICT_SQL, blocksInsert, malformedInsert, rangeFlipCtes, recordsOf, type CommitOutcome, type RangeResult } from './commit.js'
 import { ATTRIBUTION_EVENTS_CHANNEL } from './events.js'
 import { createEveryChainMemory, forgetEveryChainState, writesEveryChain, type EveryChainMemory } from './every-chain.js'
 import { foldAggregates, type Columns, type FoldedAggregates, type WindowBound } from './fold.js'
@@ -69,36 +67,9 @@ async function commitInTransaction(tx: Tx, results: readonly RangeResult[], ever
   return true
 }
 
-/** Locks the ranges in (chain, block) order and flips them to done, or throws StaleBatch if one is no longer pending. */
+/** Flips the ranges to done (rangeFlipCtes), or throws StaleBatch if one is no longer pending. */
 async function flipRangesToDone(tx: Tx, results: readonly RangeResult[]) {
-  const batch = results.map(({ job, txCount, rows }) => ({
-    chain_id: job.chainId,
-    from_block: job.fromBlock,
-    to_hash: job.toHash,
-    tx_count: txCount,
-    attribution_count: rows.length,
-  }))
-  const [row] = await tx<{ done: number }[]>`
-    with batch as (
-      select * from jsonb_to_recordset(${JSON.stringify(batch)}::jsonb)
-        as b(chain_id int, from_block bigint, to_hash text, tx_count int, attribution_count int)
-    ),
-    locked as (
-      select r.chain_id, r.from_block from ranges r
-      join batch b on r.chain_id = b.chain_id and r.from_block = b.from_block and r.to_hash = b.to_hash
-      where r.status = 'pending'
-      order by r.chain_id, r.from_block
-      for update of r
-    ),
-    done as (
-      update ranges r
-      set status = 'done', tx_count = b.tx_count, attribution_count = b.attribution_count, done_at = now(), mismatch_at = null
-      from batch b
-      where (select count(*) from locked) = ${results.length}
-        and r.chain_id = b.chain_id and r.from_block = b.from_block and r.to_hash = b.to_hash and r.status = 'pending'
-      returning 1
-    )
-    select count(*)::int as done from done`
+  const [row] = await tx<{ done: number }[]>`with ${rangeFlipCtes(tx, results)} select count(*)::int as done from done`
   if (row!.done !== results.length) throw new StaleBatch()
 }
 
@@ -111,31 +82,8 @@ async function recordFinalThrough(tx: Tx, results: readonly RangeResult[]) {
 }
 
 async function storeBlocksAndMalformed(tx: Tx, results: readonly RangeResult[]) {
-  const blocks = results.flatMap(({ job, blocks }) =>
-    blocks.map((block) => ({
-      chain_id: job.chainId,
-      number: block.number,
-      hash: block.hash,
-      parent_hash: block.parentHash,
-      timestamp: new Date(block.timestamp * 1000).toISOString(),
-      tx_count: block.txCount,
-    })),
-  )
-  await tx`
-    insert into blocks (chain_id, number, hash, parent_hash, timestamp, tx_count)
-    select * from jsonb_to_recordset(${JSON.stringify(blocks)}::jsonb)
-      as k(chain_id int, number bigint, hash text, parent_hash text, timestamp timestamptz, tx_count int)
-    on conflict (chain_id, number) do update set
-      hash = excluded.hash, parent_hash = excluded.parent_hash, timestamp = excluded.timestamp, tx_count = excluded.tx_count`
-  const malformed = results.flatMap(({ job, malformed }) =>
-    malformed.map((m) => ({ chain_id: job.chainId, block_number: m.blockNumber, tx_hash: m.txHash, user_op_index: m.userOpIndex, reason: boundedReason(m.reason) })),
-  )
-  if (malformed.length === 0) return
-  await tx`
-    insert into malformed_suffixes (chain_id, block_number, tx_hash, user_op_index, reason)
-    select * from jsonb_to_recordset(${JSON.stringify(malformed)}::jsonb)
-      as m(chain_id int, block_number bigint, tx_hash text, user_op_index int, reason text)
-    on conflict do nothing`
+  await tx`${blocksInsert(tx, results)} ${tx.unsafe(BLOCK_CONFLICT_SQL)}`
+  if (results.some(({ malformed }) => malformed.length > 0)) await tx`${malformedInsert(tx, results)} on conflict do nothing`
 }
 
 /** The attribution and suffix rows, by COPY: the ranges are locked pending, so none of their rows exists yet. */

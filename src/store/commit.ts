@@ -147,63 +147,15 @@ function isPlannedForItsRows(results: readonly RangeResult[]): boolean {
 
 /** The statement of commitRanges; undefined when the every-chain scope was not in the state assumed (nothing written). */
 async function commitStatement(sql: Sql, results: readonly RangeResult[], everyChain: boolean): Promise<CommitOutcome[] | undefined> {
-  const ranges = results.map(({ job, txCount, rows }) => ({
-    chain_id: job.chainId,
-    from_block: job.fromBlock,
-    to_block: job.toBlock,
-    to_hash: job.toHash,
-    tx_count: txCount,
-    attribution_count: rows.length,
-  }))
-  const blocks = results.flatMap(({ job, blocks }) =>
-    blocks.map((block) => ({
-      chain_id: job.chainId,
-      number: block.number,
-      hash: block.hash,
-      parent_hash: block.parentHash,
-      timestamp: new Date(block.timestamp * 1000).toISOString(),
-      tx_count: block.txCount,
-    })),
-  )
   const rows = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: rows }))
   const records = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: recordsOf(rows) }))
-  const malformed = results.flatMap(({ job, malformed }) =>
-    malformed.map((m) => ({
-      chain_id: job.chainId,
-      block_number: m.blockNumber,
-      tx_hash: m.txHash,
-      user_op_index: m.userOpIndex,
-      reason: boundedReason(m.reason),
-    })),
-  )
   const [row] = await sql<{ scope_ok: boolean; done: Array<{ chainId: number; fromBlock: number; inserted: number }> }[]>`
     with ${scopeCheck(sql, everyChain, results[0]!.job.chainId)},
-    batch as (
-      select * from jsonb_to_recordset(${JSON.stringify(ranges)}::jsonb)
-        as b(chain_id int, from_block bigint, to_block bigint, to_hash text, tx_count int, attribution_count int)
-    ),
-    locked as (
-      select r.chain_id, r.from_block from ranges r
-      join batch b on r.chain_id = b.chain_id and r.from_block = b.from_block and r.to_hash = b.to_hash
-      where r.status = 'pending' and exists (select 1 from scope_ok)
-      order by r.chain_id, r.from_block
-      for update of r
-    ),
-    done as (
-      update ranges r
-      set status = 'done', tx_count = b.tx_count, attribution_count = b.attribution_count, done_at = now(), mismatch_at = null
-      from batch b
-      where (select count(*) from locked) = ${results.length}
-        and r.chain_id = b.chain_id and r.from_block = b.from_block and r.to_hash = b.to_hash and r.status = 'pending'
-      returning r.chain_id, r.from_block, r.to_block
-    ),
+    ${rangeFlipCtes(sql, results, sql`exists (select 1 from scope_ok)`)},
     stored_blocks as (
-      insert into blocks (chain_id, number, hash, parent_hash, timestamp, tx_count)
-      select * from jsonb_to_recordset(${JSON.stringify(blocks)}::jsonb)
-        as k(chain_id int, number bigint, hash text, parent_hash text, timestamp timestamptz, tx_count int)
+      ${blocksInsert(sql, results)}
       where exists (select 1 from done)
-      on conflict (chain_id, number) do update set
-        hash = excluded.hash, parent_hash = excluded.parent_hash, timestamp = excluded.timestamp, tx_count = excluded.tx_count
+      ${sql.unsafe(BLOCK_CONFLICT_SQL)}
       returning 1
     ),
     inserted as (
@@ -221,9 +173,7 @@ async function commitStatement(sql: Sql, results: readonly RangeResult[], everyC
       returning 1
     ),
     stored_malformed as (
-      insert into malformed_suffixes (chain_id, block_number, tx_hash, user_op_index, reason)
-      select * from jsonb_to_recordset(${JSON.stringify(malformed)}::jsonb)
-        as m(chain_id int, block_number bigint, tx_hash text, user_op_index int, reason text)
+      ${malformedInsert(sql, results)}
       where exists (select 1 from done)
       on conflict do nothing
       returning 1
@@ -240,6 +190,77 @@ async function commitStatement(sql: Sql, results: readonly RangeResult[], everyC
     const outcome = row!.done.find((done) => done.chainId === job.chainId && done.fromBlock === job.fromBlock)
     return { committed: outcome !== undefined, inserted: outcome?.inserted ?? 0 }
   })
+}
+
+/**
+ * The CTEs `batch`, `locked` and `done` that flip a batch's ranges to done
+ * — all of them or none, and only those still pending on their branch —
+ * locking them in (chain, block) order, so two statements sharing a range
+ * wait for each other instead of deadlocking. `guard`, when given, must
+ * hold for any range to be locked (the tip path's scope check). Both
+ * commit paths begin with it (bulk-commit.ts).
+ */
+export function rangeFlipCtes(sql: Sql, results: readonly RangeResult[], guard = sql`true`) {
+  const batch = results.map(({ job, txCount, rows }) => ({
+    chain_id: job.chainId,
+    from_block: job.fromBlock,
+    to_hash: job.toHash,
+    tx_count: txCount,
+    attribution_count: rows.length,
+  }))
+  return sql`
+    batch as (
+      select * from jsonb_to_recordset(${JSON.stringify(batch)}::jsonb)
+        as b(chain_id int, from_block bigint, to_hash text, tx_count int, attribution_count int)
+    ),
+    locked as (
+      select r.chain_id, r.from_block from ranges r
+      join batch b on r.chain_id = b.chain_id and r.from_block = b.from_block and r.to_hash = b.to_hash
+      where r.status = 'pending' and ${guard}
+      order by r.chain_id, r.from_block
+      for update of r
+    ),
+    done as (
+      update ranges r
+      set status = 'done', tx_count = b.tx_count, attribution_count = b.attribution_count, done_at = now(), mismatch_at = null
+      from batch b
+      where (select count(*) from locked) = ${results.length}
+        and r.chain_id = b.chain_id and r.from_block = b.from_block and r.to_hash = b.to_hash and r.status = 'pending'
+      returning r.chain_id, r.from_block, r.to_block
+    )`
+}
+
+/** `insert into blocks … select` of the batch's blocks (a few per range, as one JSON document); the caller adds its conditions and BLOCK_CONFLICT. */
+export function blocksInsert(sql: Sql, results: readonly RangeResult[]) {
+  const blocks = results.flatMap(({ job, blocks }) =>
+    blocks.map((block) => ({
+      chain_id: job.chainId,
+      number: block.number,
+      hash: block.hash,
+      parent_hash: block.parentHash,
+      timestamp: new Date(block.timestamp * 1000).toISOString(),
+      tx_count: block.txCount,
+    })),
+  )
+  return sql`
+    insert into blocks (chain_id, number, hash, parent_hash, timestamp, tx_count)
+    select * from jsonb_to_recordset(${JSON.stringify(blocks)}::jsonb)
+      as k(chain_id int, number bigint, hash text, parent_hash text, timestamp timestamptz, tx_count int)`
+}
+
+/** A block indexed again (after a reorg, on the new branch) replaces the one stored. */
+export const BLOCK_CONFLICT_SQL = `on conflict (chain_id, number) do update set
+  hash = excluded.hash, parent_hash = excluded.parent_hash, timestamp = excluded.timestamp, tx_count = excluded.tx_count`
+
+/** `insert into malformed_suffixes … select` of the batch's malformed suffixes; the caller adds its conditions and conflict clause. */
+export function malformedInsert(sql: Sql, results: readonly RangeResult[]) {
+  const malformed = results.flatMap(({ job, malformed }) =>
+    malformed.map((m) => ({ chain_id: job.chainId, block_number: m.blockNumber, tx_hash: m.txHash, user_op_index: m.userOpIndex, reason: boundedReason(m.reason) })),
+  )
+  return sql`
+    insert into malformed_suffixes (chain_id, block_number, tx_hash, user_op_index, reason)
+    select * from jsonb_to_recordset(${JSON.stringify(malformed)}::jsonb)
+      as m(chain_id int, block_number bigint, tx_hash text, user_op_index int, reason text)`
 }
 
 /** One range's aggregate stage (commitRanges with one range). */
