@@ -68,12 +68,12 @@ function branch<V>(tree: Tree<V>, key: unknown, make: () => V): V {
   return value
 }
 
-/** Every leaf of a tree `depth` maps deep, with the keys on its way. */
-function* leaves(tree: Tree<unknown>, depth: number, keys: unknown[] = []): Generator<[unknown[], unknown]> {
+/** Calls `visit` with every leaf of a tree `depth` maps deep and the keys on its way. */
+function eachLeaf(tree: Tree<unknown>, depth: number, visit: (keys: readonly unknown[], leaf: unknown) => void, keys: unknown[] = []): void {
   for (const [key, value] of tree) {
     keys.push(key)
-    if (depth === 1) yield [keys, value]
-    else yield* leaves(value as Tree<unknown>, depth - 1, keys)
+    if (depth === 1) visit(keys, value)
+    else eachLeaf(value as Tree<unknown>, depth - 1, visit, keys)
     keys.pop()
   }
 }
@@ -82,7 +82,14 @@ type CodeTotals = { success: number; reverted: number; suffixGas: number }
 type ChainTotals = { attributions: number; success: number; reverted: number }
 type WindowTotals = { transactions: number; userOperations: number; reverted: number }
 /** Scope → rows, as the refs tables' JSON holds them. */
-type Refs = Record<string, number>
+/**
+ * The scopes a final row puts its member in (final-refs.ts: presence, no
+ * count). Almost every member of a batch meets one registry on one chain,
+ * so its scopes are a ScopeSet shared by all such members, JSON included;
+ * a member met under two is given a Set of its own.
+ */
+type ScopeSet = { keys: readonly string[]; json: string }
+type Scopes = ScopeSet | Set<string>
 
 /** What one record means to every row of it: its buckets, computed once. */
 type RecordBuckets = { day: string; dayMs: number; hour: string | undefined; hourMs: number }
@@ -92,13 +99,14 @@ export function foldAggregates(results: readonly RangeResult[], context: FoldCon
   const codeHourly: Tree<Tree<Tree<Tree<Tree<CodeTotals>>>>> = new Map()
   const chainDaily: Tree<Tree<Tree<ChainTotals>>> = new Map() // chain, day, kind
   const chainHourly: Tree<Tree<Tree<ChainTotals>>> = new Map()
-  const codeSenders: Tree<Tree<Tree<Refs>>> = new Map() // code, day, sender
+  const codeSenders: Tree<Tree<Tree<Scopes>>> = new Map() // code, day, sender
   const chainSenders: Tree<Tree<Tree<number>>> = new Map() // chain, day, sender
   const codeWindows: Tree<Tree<Tree<Tree<WindowTotals>>>> = new Map() // window, scope, code, registry
-  const windowSenders: Tree<Tree<Refs>> = new Map() // window, sender
-  const windowCodeSenders: Tree<Tree<Tree<Refs>>> = new Map() // window, code, sender
+  const windowSenders: Tree<Tree<Scopes>> = new Map() // window, sender
+  const windowCodeSenders: Tree<Tree<Tree<Scopes>>> = new Map() // window, code, sender
   const events: Tree<Tree<Tree<Tree<{ toBlock: number; attributions: number }>>>> = new Map() // chain, from, code, registry
-  const scopeKeys: ScopeKeys = new Map()
+  const scopeSets: Tree<Tree<ScopeSet>> = new Map()
+  const windowScopeSets: Tree<ScopeSet> = new Map()
   const byHour = context.windows.filter((w) => w.subject !== 'code-sender')
   const byDay = context.windows.filter((w) => w.subject === 'code-sender')
 
@@ -128,27 +136,26 @@ export function foldAggregates(results: readonly RangeResult[], context: FoldCon
       }
 
       // a code's sender counts in its registry and in any ('*'), on its chain and (when kept) every chain
-      const senderRefs = branch(branch(branch(codeSenders, code, newTree), day, newTree), rec.sender, newRefs)
-      addCodeScopes(scopeKeys, senderRefs, registry, chainScope, context.everyChain)
+      const codeScopes = codeScopeSet(scopeSets, registry, chainScope, context.everyChain)
+      addScopes(branch(branch(codeSenders, code, newTree), day, newTree), rec.sender, codeScopes)
       for (const w of byDay)
         if (dayMs >= w.fromMs && dayMs < w.untilMs)
-          addCodeScopes(scopeKeys, branch(branch(branch(windowCodeSenders, w.name, newTree), code, newTree), rec.sender, newRefs), registry, chainScope, context.everyChain)
+          addScopes(branch(branch(windowCodeSenders, w.name, newTree), code, newTree), rec.sender, codeScopes)
       const perSender = branch(branch(chainSenders, chainId, newTree), day, newTree)
       perSender.set(rec.sender, (perSender.get(rec.sender) ?? 0) + 1)
 
       for (const w of byHour) {
         if (hourMs < w.fromMs || hourMs >= w.untilMs) continue
         if (w.subject === 'sender') {
-          const refs = branch(branch(windowSenders, w.name, newTree), rec.sender, newRefs)
-          refs[chainScope] = (refs[chainScope] ?? 0) + 1
-          if (context.everyChain) refs[EVERY_CHAIN] = (refs[EVERY_CHAIN] ?? 0) + 1
+          addScopes(branch(windowSenders, w.name, newTree), rec.sender, chainScopeSet(windowScopeSets, chainScope, context.everyChain))
           continue
         }
         const scopes = branch(codeWindows, w.name, newTree)
         addWindowTotals(branch(branch(branch(scopes, chainId, newTree), code, newTree), registry, newWindowTotals), rec, success)
         if (context.everyChain) addWindowTotals(branch(branch(branch(scopes, EVERY_CHAIN, newTree), code, newTree), registry, newWindowTotals), rec, success)
       }
-      const event = branch(branch(branch(branch(events, chainId, newTree), job.fromBlock, newTree), code, newTree), registry, () => ({ toBlock: job.toBlock, attributions: 0 }))
+      const event = branch(branch(branch(branch(events, chainId, newTree), job.fromBlock, newTree), code, newTree), registry, newEvent)
+      event.toBlock = job.toBlock
       event.attributions++
     }
   }
@@ -186,17 +193,53 @@ function bucketsOf(seconds: number, firstKeptHourMs: number): RecordBuckets {
   }
 }
 
-const newRefs = (): Refs => ({})
-/** A member's scopes, each at FINAL_REFS: what a final row puts in a distinct-sender table (final-refs.ts). */
-function refsJson(refs: Refs): unknown[] {
-  let json = ''
-  for (const key in refs) json += `${json ? ',' : '{'}${JSON.stringify(key)}:${FINAL_REFS}`
-  return [`${json}}`]
+/** A member's scopes, each at FINAL_REFS, as its refs row's JSON. */
+function refsJson(scopes: Scopes): unknown[] {
+  if (!(scopes instanceof Set)) return [scopes.json]
+  return [jsonOf([...scopes])]
 }
+
+function jsonOf(keys: readonly string[]): string {
+  return `{${keys.map((key) => `${JSON.stringify(key)}:${FINAL_REFS}`).join(',')}}`
+}
+
+const scopeSet = (keys: readonly string[]): ScopeSet => ({ keys, json: jsonOf(keys) })
+
+/** A code's sender scopes for a registry and chain: `registry|chain`, `*|chain` and, when kept, the every-chain pair. Made once per batch. */
+function codeScopeSet(sets: Tree<Tree<ScopeSet>>, registry: string, chainScope: string, everyChain: boolean): ScopeSet {
+  const byChain = branch(sets, registry, newTree)
+  let set = byChain.get(chainScope)
+  if (!set) {
+    const keys = [`${registry}|${chainScope}`, `*|${chainScope}`]
+    if (everyChain) keys.push(`${registry}|${EVERY_CHAIN}`, `*|${EVERY_CHAIN}`)
+    byChain.set(chainScope, (set = scopeSet(keys)))
+  }
+  return set
+}
+
+/** A window's sender scopes on a chain: the chain and, when kept, every chain. Made once per batch. */
+function chainScopeSet(sets: Tree<ScopeSet>, chainScope: string, everyChain: boolean): ScopeSet {
+  let set = sets.get(chainScope)
+  if (!set) sets.set(chainScope, (set = scopeSet(everyChain ? [chainScope, String(EVERY_CHAIN)] : [chainScope])))
+  return set
+}
+
+/** Adds `scopes` to `member`'s: the shared set while it is its only one, else a Set of its own. */
+function addScopes(members: Tree<Scopes>, member: string, scopes: ScopeSet): void {
+  const held = members.get(member)
+  if (held === undefined) members.set(member, scopes)
+  else if (held === scopes) return
+  else if (held instanceof Set) for (const key of scopes.keys) held.add(key)
+  else members.set(member, new Set([...held.keys, ...scopes.keys]))
+}
+
 const newWindowTotals = (): WindowTotals => ({ transactions: 0, userOperations: 0, reverted: 0 })
+const newCodeTotals = (): CodeTotals => ({ success: 0, reverted: 0, suffixGas: 0 })
+const newChainTotals = (): ChainTotals => ({ attributions: 0, success: 0, reverted: 0 })
+const newEvent = () => ({ toBlock: 0, attributions: 0 })
 
 function addCodeTotals(byKind: Tree<CodeTotals>, record: AttributionRecord, success: boolean) {
-  const totals = branch(byKind, record.kind, () => ({ success: 0, reverted: 0, suffixGas: 0 }))
+  const totals = branch(byKind, record.kind, newCodeTotals)
   if (success) totals.success++
   else totals.reverted++
   totals.suffixGas += record.attribution.suffixGas
@@ -204,21 +247,13 @@ function addCodeTotals(byKind: Tree<CodeTotals>, record: AttributionRecord, succ
 
 /** A chain's totals count rows, and each transaction or UserOperation once (at its first row). */
 function addChainTotals(byKind: Tree<ChainTotals>, kind: string, success: boolean, firstOfRecord: boolean) {
-  const totals = branch(byKind, kind, () => ({ attributions: 0, success: 0, reverted: 0 }))
+  const totals = branch(byKind, kind, newChainTotals)
   totals.attributions++
   if (!firstOfRecord) return
   if (success) totals.success++
   else totals.reverted++
 }
 
-/** The scope keys a code's sender counts in, per registry and chain: a few per batch, each made once. */
-type ScopeKeys = Tree<Tree<string[]>>
-
-function addCodeScopes(scopeKeys: ScopeKeys, refs: Refs, registry: string, chainScope: string, everyChain: boolean) {
-  const keys = branch(branch(scopeKeys, registry, newTree), chainScope, () => [`${registry}|${chainScope}`, `*|${chainScope}`, `${registry}|${EVERY_CHAIN}`, `*|${EVERY_CHAIN}`])
-  const count = everyChain ? 4 : 2
-  for (let i = 0; i < count; i++) refs[keys[i]!] = (refs[keys[i]!] ?? 0) + 1
-}
 
 function addWindowTotals(totals: WindowTotals, record: AttributionRecord, success: boolean) {
   if (!success) totals.reverted++
@@ -230,11 +265,11 @@ function addWindowTotals(totals: WindowTotals, record: AttributionRecord, succes
 function columnsOf<V>(tree: Tree<unknown>, depth: number, keyNames: readonly string[], valueNames: readonly string[], values: (leaf: V) => unknown[]): Columns {
   const keyColumns = keyNames.map((): unknown[] => [])
   const valueColumns = valueNames.map((): unknown[] => [])
-  for (const [keys, leaf] of leaves(tree, depth)) {
+  eachLeaf(tree, depth, (keys, leaf) => {
     for (let i = 0; i < keys.length; i++) keyColumns[i]!.push(keys[i])
     const row = values(leaf as V)
     for (let i = 0; i < row.length; i++) valueColumns[i]!.push(row[i])
-  }
+  })
   return Object.fromEntries([...keyNames.map((name, i) => [name, keyColumns[i]!]), ...valueNames.map((name, i) => [name, valueColumns[i]!])])
 }
 
