@@ -85,7 +85,7 @@ export async function startDevnet(options: DevnetOptions): Promise<Devnet> {
       wsUrl: undefined,
       startBlock: 0,
       confirmations: options.confirmations ?? 1,
-      // anvil answers the finalized tag (two epochs behind its head): the depth is only a fallback
+      // unused: the devnet is indexed by the tip path alone (bin/indexer.ts)
       finalityDepth: 64,
       pollIntervalMs: Math.max(250, Math.min(1_000, (blockTime * 1_000) / 2)),
       entryPoints: entryPointVersions.map((version) => contracts.entryPoints[version].address),

@@ -170,7 +170,10 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
     const workerChains = new Map<number, WorkerChain>(
       chains.map((chain) => {
         const rpc = rpcFor(chain)
-        return [chain.chainId, { chainId: chain.chainId, rpc, entryPoints: entryPointSet(chain.entryPoints), finality: createFinality({ rpc, depth: chain.finalityDepth }) }]
+        // the devnet is a new chain at every start, its index reset by a rollback of everything (follower/identity.ts),
+        // which rows committed as final would outlive: it is indexed by the tip path alone
+        const finality = chain.devnet ? undefined : createFinality({ rpc, depth: chain.finalityDepth })
+        return [chain.chainId, { chainId: chain.chainId, rpc, entryPoints: entryPointSet(chain.entryPoints), ...(finality && { finality }) }]
       }),
     )
     const workerConnection = createRedis(config.REDIS_URL, 'queue')

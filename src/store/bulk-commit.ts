@@ -78,7 +78,9 @@ async function recordFinalThrough(tx: Tx, results: readonly RangeResult[]) {
   const highest = new Map<number, number>()
   for (const { job } of results) highest.set(job.chainId, Math.max(highest.get(job.chainId) ?? -1, job.toBlock))
   for (const [chainId, block] of highest)
-    await tx`update chain_state set final_through = greatest(coalesce(final_through, -1), ${block}) where chain_id = ${chainId}`
+    await tx`
+      insert into chain_finality (chain_id, final_through) values (${chainId}, ${block})
+      on conflict (chain_id) do update set final_through = greatest(chain_finality.final_through, excluded.final_through)`
 }
 
 async function storeBlocksAndMalformed(tx: Tx, results: readonly RangeResult[]) {

@@ -30,7 +30,7 @@ export async function recordGenesis(sql: Sql, chainId: number, genesis: string):
 
 /** The highest block the bulk path committed (no rollback may reach below it), or undefined. */
 export async function finalThrough(sql: Sql, chainId: number): Promise<number | undefined> {
-  const [row] = await sql<{ final_through: number | null }[]>`select final_through::float8 as final_through from chain_state where chain_id = ${chainId}`
+  const [row] = await sql<{ final_through: number | null }[]>`select final_through::float8 as final_through from chain_finality where chain_id = ${chainId}`
   return row?.final_through ?? undefined
 }
 
@@ -56,8 +56,8 @@ export type RefusedRollback = { chainId: number; rollbackTo: number; finalThroug
 /** Every chain whose follower refuses a reorg below its final rows (/readyz). */
 export async function refusedRollbacks(sql: Sql): Promise<RefusedRollback[]> {
   const rows = await sql<Array<Omit<RefusedRollback, 'since'> & { sinceMs: number }>>`
-    select chain_id as "chainId", refused_rollback_to::float8 as "rollbackTo", final_through::float8 as "finalThrough",
-      (extract(epoch from refused_since) * 1000)::float8 as "sinceMs"
-    from chain_state where refused_rollback_to is not null order by chain_id`
+    select s.chain_id as "chainId", s.refused_rollback_to::float8 as "rollbackTo", coalesce(f.final_through, -1)::float8 as "finalThrough",
+      (extract(epoch from s.refused_since) * 1000)::float8 as "sinceMs"
+    from chain_state s left join chain_finality f using (chain_id) where s.refused_rollback_to is not null order by s.chain_id`
   return rows.map(({ sinceMs, ...refused }) => ({ ...refused, since: new Date(sinceMs) }))
 }

@@ -29,7 +29,7 @@ it('a backfill across the boundary is exact; a reorg below the final blocks is r
   try {
     await waitForIndexedBlock(database.db, chain.chainId, Number(head.number), head.hash!)
     await expectIndexMatchesTruth(database.db, chain.chainId, truth)
-    const [state] = await database.db.$client<{ final_through: number | null }[]>`select final_through::float8 as final_through from chain_state where chain_id = ${chain.chainId}`
+    const [state] = await database.db.$client<{ final_through: number | null }[]>`select final_through::float8 as final_through from chain_finality where chain_id = ${chain.chainId}`
     // the ranges at or below head - 64 went the bulk way
     expect(state?.final_through).toBeGreaterThanOrEqual(Number(head.number) - 64 - 5)
     const before = await totalsFromIndex(database.db, chain.chainId)

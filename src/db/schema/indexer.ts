@@ -22,15 +22,20 @@ export const chainState = pgTable('chain_state', {
   headHash: text('head_hash').notNull(),
   /** Hash of block 0 of the chain this index was built from: a node serving another chain under the same id is caught. */
   genesisHash: text('genesis_hash'),
-  /**
-   * The highest block committed by the bulk path (store/bulk-commit.ts): its rows hold their senders without a
-   * count, so no rollback may reach below it (a deeper reorg is refused: follower/reconcile.ts).
-   */
-  finalThrough: bigint('final_through', { mode: 'number' }),
   /** A reorg the follower refused because it reached below final_through: the block it would roll back to, and since when. */
   refusedRollbackTo: bigint('refused_rollback_to', { mode: 'number' }),
   refusedSince: timestamp('refused_since', { withTimezone: true }),
   updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+})
+
+/**
+ * Per chain, the highest block committed by the bulk path (store/bulk-commit.ts): its rows hold their senders
+ * without a count, so no rollback may reach below it (a deeper reorg is refused: follower/reconcile.ts). A table
+ * of its own: a bulk commit holds its row until it commits, and must not hold up the follower's `chain_state`.
+ */
+export const chainFinality = pgTable('chain_finality', {
+  chainId: integer('chain_id').primaryKey(),
+  finalThrough: bigint('final_through', { mode: 'number' }).notNull(),
 })
 
 /**
