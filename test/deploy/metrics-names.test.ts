@@ -1,13 +1,8 @@
 import { readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { loadConfig } from '../../src/config/env.js'
-import { createLogger } from '../../src/logger.js'
-import { runRoles, type Running } from '../../src/bin/roles.js'
-import { sendMixedTraffic, startTestChain, type TestChain } from '../support/chain.js'
-import { indexerEnv, waitForIndexed } from '../support/indexer.js'
-import { chainsEnv } from '../support/processes.js'
-import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from '../support/services.js'
+import type { Running } from '../../src/bin/roles.js'
+import { startAllInOne, type AllInOne } from '../support/all-in-one.js'
 
 /**
  * The Grafana dashboard and the alert rules in deploy/ name metrics by hand:
@@ -110,30 +105,17 @@ describe('reading metric names', () => {
 })
 
 describe('deploy/ names only exported metrics', () => {
-  let chain: TestChain
-  let database: TestDatabase
-  let redis: TestRedis
+  let allInOne: AllInOne
   let running: Running
 
   beforeAll(async () => {
-    ;[chain, database, redis] = await Promise.all([startTestChain(), createTestDatabase('metricnames'), createTestRedis()])
-    await sendMixedTraffic(chain, { transactions: 12, blocks: 3 })
-    const head = Number(await chain.client.getBlockNumber())
-    const config = loadConfig({
-      ...indexerEnv({ databaseUrl: database.url, redisUrl: redis.url, prefix: redis.prefix }),
-      CHAINS: chainsEnv([chain.config]),
-      PORT: '0',
-    })
     // every role in one process: the API, the follower and the workers each register their own series
-    running = await runRoles(config, new Set(['api', 'follower', 'worker']), createLogger({ level: 'silent' }))
-    await waitForIndexed(database.db, chain.chainId, head)
+    allInOne = await startAllInOne('metricnames', { transactions: 12, blocks: 3 })
+    running = allInOne.running
   }, 120_000)
 
   afterAll(async () => {
-    await running?.stop()
-    await chain?.stop()
-    await database?.drop()
-    await redis?.cleanup()
+    await allInOne?.stop()
   })
 
   async function scrape() {

@@ -1,39 +1,23 @@
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { totalsByCode, type GroundTruth } from '../../devnet/ledger.js'
-import { loadConfig } from '../../src/config/env.js'
-import { createLogger } from '../../src/logger.js'
-import { runRoles, type Running } from '../../src/bin/roles.js'
-import { startTestChain, sendMixedTraffic, type TestChain } from '../support/chain.js'
-import { indexerEnv, waitForIndexed } from '../support/indexer.js'
-import { chainsEnv } from '../support/processes.js'
-import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from '../support/services.js'
+import type { Running } from '../../src/bin/roles.js'
+import { startAllInOne, type AllInOne } from '../support/all-in-one.js'
+import type { TestChain } from '../support/chain.js'
 import { request } from '../support/api.js'
 
+let allInOne: AllInOne
 let chain: TestChain
-let database: TestDatabase
-let redis: TestRedis
 let running: Running
 let truth: GroundTruth
 let head: number
 
 beforeAll(async () => {
-  ;[chain, database, redis] = await Promise.all([startTestChain(), createTestDatabase('allinone'), createTestRedis()])
-  truth = await sendMixedTraffic(chain, { transactions: 120, blocks: 30 })
-  head = Number(await chain.client.getBlockNumber())
-  const config = loadConfig({
-    ...indexerEnv({ databaseUrl: database.url, redisUrl: redis.url, prefix: redis.prefix }),
-    CHAINS: chainsEnv([chain.config]),
-    PORT: '0',
-  })
-  running = await runRoles(config, new Set(['api', 'follower', 'worker']), createLogger({ level: 'silent' }))
-  await waitForIndexed(database.db, chain.chainId, head)
+  allInOne = await startAllInOne('allinone', { transactions: 120, blocks: 30 })
+  ;({ chain, running, truth, head } = allInOne)
 }, 120_000)
 
 afterAll(async () => {
-  await running?.stop()
-  await chain?.stop()
-  await database?.drop()
-  await redis?.cleanup()
+  await allInOne?.stop()
 })
 
 it('one process serves the analytics of what it indexed', async () => {

@@ -80,25 +80,31 @@ describe('no secret in any log line at LOG_LEVEL=trace', () => {
     expectNoSecret(output())
   }, 120_000)
 
+  /** A role that must refuse to start (exit 78) on a dead dependency, in a line naming it, with no secret anywhere. */
+  async function expectRefusedWithoutSecret(role: Parameters<typeof spawnRole>[0], env: Record<string, string>, line: string) {
+    const child = spawnRole(role, traceEnv(env))
+    const printed = wholeOutput(child)
+    expect(await child.exited).toBe(78)
+    await printed.complete
+    expect(printed.text()).toContain(line)
+    expectNoSecret(printed.text())
+  }
+
   it('a dead RPC at start-up', async () => {
     const port = await closedPort()
-    const follower = spawnRole('follower', traceEnv({ RPC_URL: `http://127.0.0.1:${port}/v3/${RPC_KEY}?apikey=${QUERY_KEY}`, CHAIN_ID: '8453' }))
-    const printed = wholeOutput(follower)
-    const output = printed.text
-    expect(await follower.exited).toBe(78)
-    await printed.complete
-    expect(output()).toContain(`RPC_URL: rpc at 127.0.0.1:${port} (ECONNREFUSED)`)
-    expectNoSecret(output())
+    await expectRefusedWithoutSecret(
+      'follower',
+      { RPC_URL: `http://127.0.0.1:${port}/v3/${RPC_KEY}?apikey=${QUERY_KEY}`, CHAIN_ID: '8453' },
+      `RPC_URL: rpc at 127.0.0.1:${port} (ECONNREFUSED)`,
+    )
   }, 120_000)
 
   it('a dead database URL', async () => {
     const port = await closedPort()
-    const api = spawnRole('api', traceEnv({ DATABASE_URL: `postgres://postgres:${DB_PASSWORD}@127.0.0.1:${port}/x`, RPC_URL: failingNodeUrl, CHAIN_ID: '8453' }))
-    const printed = wholeOutput(api)
-    const output = printed.text
-    expect(await api.exited).toBe(78)
-    await printed.complete
-    expect(output()).toContain(`DATABASE_URL: postgres at 127.0.0.1:${port} (ECONNREFUSED)`)
-    expectNoSecret(output())
+    await expectRefusedWithoutSecret(
+      'api',
+      { DATABASE_URL: `postgres://postgres:${DB_PASSWORD}@127.0.0.1:${port}/x`, RPC_URL: failingNodeUrl, CHAIN_ID: '8453' },
+      `DATABASE_URL: postgres at 127.0.0.1:${port} (ECONNREFUSED)`,
+    )
   }, 120_000)
 })
