@@ -80,7 +80,9 @@ function projectRoot(): string {
  */
 async function closableStdout() {
   const { pino } = await import('pino')
-  const stdout = pino.destination(1)
+  // synchronous: with an asynchronous write still in flight at the exit, the exit's flush can put the last line
+  // ('stopped') ahead of lines logged before it (seen in CI: a devnet line after 'stopped')
+  const stdout = pino.destination({ dest: 1, sync: true })
   let open = true
   return {
     destination: { write: (line: string) => void (open && stdout.write(line)) },
