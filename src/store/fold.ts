@@ -142,7 +142,8 @@ export function foldAggregates(results: readonly RangeResult[], context: FoldCon
         if (dayMs >= w.fromMs && dayMs < w.untilMs)
           addScopes(branch(branch(windowCodeSenders, w.name, newTree), code, newTree), rec.sender, codeScopes)
       const perSender = branch(branch(chainSenders, chainId, newTree), day, newTree)
-      perSender.set(rec.sender, (perSender.get(rec.sender) ?? 0) + 1)
+      // presence only (final-refs.ts): the count would be written nowhere
+      if (!perSender.has(rec.sender)) perSender.set(rec.sender, 1)
 
       for (const w of byHour) {
         if (hourMs < w.fromMs || hourMs >= w.untilMs) continue
