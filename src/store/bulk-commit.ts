@@ -131,7 +131,8 @@ function folded(tx: Tx, columns: Columns, types: ReadonlyArray<[name: string, ty
  */
 async function writeAggregates(tx: Tx, aggregates: FoldedAggregates) {
   await tx`
-    with ${codeTotals(tx, 'code_daily_totals', 'day', 'date', aggregates.codeDaily)},
+    with ${scopeSetsCte(tx, aggregates.scopeSets)},
+    ${codeTotals(tx, 'code_daily_totals', 'day', 'date', aggregates.codeDaily)},
     ${codeTotals(tx, 'code_hourly_totals', 'hour', 'timestamptz', aggregates.codeHourly)},
     ${chainTotals(tx, 'chain_daily_totals', 'day', 'date', aggregates.chainDaily)},
     ${chainTotals(tx, 'chain_hourly_totals', 'hour', 'timestamptz', aggregates.chainHourly)},
@@ -232,48 +233,72 @@ const WINDOW_CODE_SENDERS: RefsTable = {
   groups: [['window_name', 'o.window_name'], ['code', 'o.code'], ...CODE_SCOPE_GROUPS],
 }
 
+/** The batch's scope sets (fold.ts) as a relation `(scopes jsonb, id)`: each set's JSON parsed once. */
+function scopeSetsCte(tx: Tx, scopeSets: string[]) {
+  return tx`scope_sets as (select * from unnest(${arrayLiteral(scopeSets)}::jsonb[]) with ordinality as s(scopes, id))`
+}
+
+/**
+ * Each batch member's row in a table, looked up through its primary key
+ * (`offset 0` keeps the lookup per member): the statement costs what the
+ * batch holds, never what the table holds — a join the planner costs by the
+ * table's size read all of it, each commit more as history grew. `tid` lets
+ * the update find the row again without a second lookup (the lock taken by
+ * holdRefsWritersAlone keeps it where it is).
+ */
+function memberRows(tx: Tx, table: string, keys: ReadonlyArray<[name: string, type: string]>, value: string, members: ReturnType<typeof folded>) {
+  const names = keys.map(([name]) => name)
+  const matches = tx.unsafe(names.map((name) => `t.${name} = d.${name}`).join(' and '))
+  return tx`
+    select d.*, t.tid, t.${tx(value)} as old
+    from (select * from ${members}) as d
+    left join lateral (select t.ctid as tid, t.${tx(value)} from ${tx(table)} t where ${matches} offset 0) as t on true`
+}
+
 /**
  * Final rows' members into a distinct-sender table (final-refs.ts): each
- * row's scopes (`wanted`, every one at FINAL_REFS) against what the table
- * held before this statement (`old`, read alone: holdRefsWritersAlone). A
- * new member is inserted; a member lacking FINAL_REFS in a scope gets it
+ * member's scopes (its scope set, every one at FINAL_REFS) against what the
+ * table held before this statement (`old`, read alone: holdRefsWritersAlone).
+ * A new member is inserted; a member lacking FINAL_REFS in a scope gets it
  * added; a member already final in every scope is only read. A scope whose
- * value was 0 or less (absent) counts one sender more.
+ * value was 0 or less (absent) counts one sender more: new members are
+ * counted per scope set, before their scopes are spelled out.
  */
 function refsCtes(tx: Tx, table: RefsTable, columns: Columns) {
   // names and expressions are this module's constants, never input
   const keys = tx.unsafe(table.keys.map(([name]) => name).join(', '))
   const keysOf = (alias: string) => tx.unsafe(table.keys.map(([name]) => `${alias}.${name}`).join(', '))
+  const rowKeys = tx.unsafe(table.keys.filter(([name]) => name !== 'sender').map(([name]) => name).join(', '))
   const groupNames = tx.unsafe(table.groups.map(([name]) => name).join(', '))
   const groupValues = tx.unsafe(table.groups.map(([name, expression]) => `${expression} as ${name}`).join(', '))
   const old = tx(`${table.name}_old`)
   const lacksFinal = (refs: string) => tx`coalesce((${tx.unsafe(refs)} ->> s.key)::bigint, 0) < ${finalRefs(tx)}`
   return tx`
-    ${old} as (
-      select ${keysOf('d')}, d.refs as wanted, t.refs as old
-      from (select * from ${folded(tx, columns, [...table.keys, ['refs', 'jsonb']])}) as d
-      left join ${tx(table.refs)} t using (${keys})
-    ),
+    ${old} as (${memberRows(tx, table.refs, table.keys, 'refs', folded(tx, columns, [...table.keys, ['scope_set', 'int']]))}),
     ${tx(`${table.name}_fresh`)} as (
       insert into ${tx(table.refs)} (${keys}, refs)
-      select ${keys}, wanted from ${old} where old is null order by ${keys}
+      select ${keysOf('o')}, ss.scopes from ${old} o join scope_sets ss on ss.id = o.scope_set where o.old is null order by ${keysOf('o')}
       returning 1
     ),
     ${tx(`${table.name}_topped`)} as (
       update ${tx(table.refs)} t
       set refs = t.refs || (
-        select jsonb_object_agg(s.key, coalesce((t.refs ->> s.key)::bigint, 0) + ${finalRefs(tx)}) from jsonb_object_keys(o.wanted) as s(key) where ${lacksFinal('t.refs')})
-      from ${old} o
-      where o.old is not null and (${keysOf('t')}) = (${keysOf('o')})
-        and exists (select 1 from jsonb_object_keys(o.wanted) as s(key) where ${lacksFinal('o.old')})
+        select jsonb_object_agg(s.key, coalesce((t.refs ->> s.key)::bigint, 0) + ${finalRefs(tx)}) from jsonb_object_keys(o.scopes) as s(key) where ${lacksFinal('t.refs')})
+      from (select o.tid, o.old, ss.scopes from ${old} o join scope_sets ss on ss.id = o.scope_set where o.old is not null) as o
+      where t.ctid = o.tid and exists (select 1 from jsonb_object_keys(o.scopes) as s(key) where ${lacksFinal('o.old')})
       returning 1
     ),
     ${tx(`${table.name}_counts`)} as (
       insert into ${tx(table.counts)} as t (${groupNames}, senders)
-      select ${groupNames}, count(*)
+      select ${groupNames}, sum(members)::bigint
       from (
-        select ${groupValues} from ${old} o cross join lateral jsonb_object_keys(o.wanted) as s(key)
-        where coalesce((o.old ->> s.key)::bigint, 0) <= 0
+        select ${groupValues}, o.members
+        from (select ${rowKeys}, scope_set, count(*) as members from ${old} where old is null group by ${rowKeys}, scope_set) as o
+        join scope_sets ss on ss.id = o.scope_set cross join lateral jsonb_object_keys(ss.scopes) as s(key)
+        union all
+        select ${groupValues}, 1
+        from ${old} o join scope_sets ss on ss.id = o.scope_set cross join lateral jsonb_object_keys(ss.scopes) as s(key)
+        where o.old is not null and coalesce((o.old ->> s.key)::bigint, 0) <= 0
       ) as counted
       group by ${groupNames} order by ${groupNames}
       on conflict (${groupNames}) do update set senders = t.senders + excluded.senders
@@ -283,12 +308,9 @@ function refsCtes(tx: Tx, table: RefsTable, columns: Columns) {
 
 /** A chain's senders per day: present while final rows hold FINAL_REFS (or tip rows a count) in `attributions`. */
 function chainSenderCtes(tx: Tx, columns: Columns) {
+  const keys: Array<[string, string]> = [['chain_id', 'int'], ['day', 'date'], ['sender', 'text']]
   return tx`
-    chain_senders_old as (
-      select d.chain_id, d.day, d.sender, t.attributions as old
-      from (select * from ${folded(tx, columns, [['chain_id', 'int'], ['day', 'date'], ['sender', 'text']])}) as d
-      left join chain_daily_senders t using (day, chain_id, sender)
-    ),
+    chain_senders_old as (${memberRows(tx, 'chain_daily_senders', keys, 'attributions', folded(tx, columns, keys))}),
     chain_senders_fresh as (
       insert into chain_daily_senders (chain_id, day, sender, attributions)
       select chain_id, day, sender, ${finalRefs(tx)} from chain_senders_old where old is null order by day, chain_id, sender
@@ -296,8 +318,8 @@ function chainSenderCtes(tx: Tx, columns: Columns) {
     ),
     chain_senders_topped as (
       update chain_daily_senders t set attributions = t.attributions + ${finalRefs(tx)}
-      from chain_senders_old o
-      where o.old is not null and o.old < ${finalRefs(tx)} and (t.day, t.chain_id, t.sender) = (o.day, o.chain_id, o.sender)
+      from (select tid from chain_senders_old where old is not null and old < ${finalRefs(tx)}) as o
+      where t.ctid = o.tid
       returning 1
     )`
 }

@@ -41,11 +41,17 @@ export type FoldedAggregates = {
   codeHourly: Columns
   chainDaily: Columns
   chainHourly: Columns
-  /** Reference counts to add per (code, day, sender): `refs` is the JSON of scope `registry|chain` → rows (CODE_SCOPE_KEY). */
+  /**
+   * The distinct scope sets of this batch's members, as the refs tables'
+   * JSON (scope → FINAL_REFS); a member's `scope_set` is its 1-based
+   * position here, so each set is parsed once per statement, not once per member.
+   */
+  scopeSets: string[]
+  /** Members per (code, day, sender), scopes `registry|chain` (CODE_SCOPE_KEY) in `scope_set`. */
   codeSenderRefs: Columns
   chainSenders: Columns
   codeWindows: Columns
-  /** Per (window, sender): `refs` is the JSON of scope (a chain, or 0) → rows. */
+  /** Per (window, sender), scopes (a chain, or 0) in `scope_set`. */
   windowSenderRefs: Columns
   /** Per (window, code, sender), scopes as codeSenderRefs'. */
   windowCodeSenderRefs: Columns
@@ -81,14 +87,13 @@ function eachLeaf(tree: Tree<unknown>, depth: number, visit: (keys: readonly unk
 type CodeTotals = { success: number; reverted: number; suffixGas: number }
 type ChainTotals = { attributions: number; success: number; reverted: number }
 type WindowTotals = { transactions: number; userOperations: number; reverted: number }
-/** Scope → rows, as the refs tables' JSON holds them. */
 /**
  * The scopes a final row puts its member in (final-refs.ts: presence, no
  * count). Almost every member of a batch meets one registry on one chain,
  * so its scopes are a ScopeSet shared by all such members, JSON included;
  * a member met under two is given a Set of its own.
  */
-type ScopeSet = { keys: readonly string[]; json: string }
+type ScopeSet = { keys: readonly string[]; id: number }
 type Scopes = ScopeSet | Set<string>
 
 /** What one record means to every row of it: its buckets, computed once. */
@@ -107,6 +112,7 @@ export function foldAggregates(results: readonly RangeResult[], context: FoldCon
   const events: Tree<Tree<Tree<Tree<{ toBlock: number; attributions: number }>>>> = new Map() // chain, from, code, registry
   const scopeSets: Tree<Tree<ScopeSet>> = new Map()
   const windowScopeSets: Tree<ScopeSet> = new Map()
+  const sets = createScopeSets()
   const byHour = context.windows.filter((w) => w.subject !== 'code-sender')
   const byDay = context.windows.filter((w) => w.subject === 'code-sender')
 
@@ -136,7 +142,7 @@ export function foldAggregates(results: readonly RangeResult[], context: FoldCon
       }
 
       // a code's sender counts in its registry and in any ('*'), on its chain and (when kept) every chain
-      const codeScopes = codeScopeSet(scopeSets, registry, chainScope, context.everyChain)
+      const codeScopes = codeScopeSet(sets, scopeSets, registry, chainScope, context.everyChain)
       addScopes(branch(branch(codeSenders, code, newTree), day, newTree), rec.sender, codeScopes)
       for (const w of byDay)
         if (dayMs >= w.fromMs && dayMs < w.untilMs)
@@ -148,7 +154,7 @@ export function foldAggregates(results: readonly RangeResult[], context: FoldCon
       for (const w of byHour) {
         if (hourMs < w.fromMs || hourMs >= w.untilMs) continue
         if (w.subject === 'sender') {
-          addScopes(branch(windowSenders, w.name, newTree), rec.sender, chainScopeSet(windowScopeSets, chainScope, context.everyChain))
+          addScopes(branch(windowSenders, w.name, newTree), rec.sender, chainScopeSet(sets, windowScopeSets, chainScope, context.everyChain))
           continue
         }
         const scopes = branch(codeWindows, w.name, newTree)
@@ -160,20 +166,22 @@ export function foldAggregates(results: readonly RangeResult[], context: FoldCon
       event.attributions++
     }
   }
+  const setOf = (scopes: Scopes) => [scopes instanceof Set ? sets.idOf([...scopes]) : scopes.id]
   return {
+    scopeSets: sets.json,
     codeDaily: codeTotalsColumns(codeDaily),
     codeHourly: codeTotalsColumns(codeHourly),
     chainDaily: chainTotalsColumns(chainDaily),
     chainHourly: chainTotalsColumns(chainHourly),
-    codeSenderRefs: columnsOf(codeSenders, 3, ['code', 'day', 'sender'], ['refs'], refsJson),
+    codeSenderRefs: columnsOf(codeSenders, 3, ['code', 'day', 'sender'], ['scope_set'], setOf),
     chainSenders: columnsOf(chainSenders, 3, ['chain_id', 'day', 'sender'], [], () => []),
     codeWindows: columnsOf(codeWindows, 4, ['window_name', 'scope', 'code', 'registry'], ['transactions', 'user_operations', 'reverted'], (totals: WindowTotals) => [
       totals.transactions,
       totals.userOperations,
       totals.reverted,
     ]),
-    windowSenderRefs: columnsOf(windowSenders, 2, ['window_name', 'sender'], ['refs'], refsJson),
-    windowCodeSenderRefs: columnsOf(windowCodeSenders, 3, ['window_name', 'code', 'sender'], ['refs'], refsJson),
+    windowSenderRefs: columnsOf(windowSenders, 2, ['window_name', 'sender'], ['scope_set'], setOf),
+    windowCodeSenderRefs: columnsOf(windowCodeSenders, 3, ['window_name', 'code', 'sender'], ['scope_set'], setOf),
     events: columnsOf(events, 4, ['chain_id', 'from_block', 'code', 'registry'], ['to_block', 'attributions'], (event: { toBlock: number; attributions: number }) => [
       event.toBlock,
       event.attributions,
@@ -194,34 +202,36 @@ function bucketsOf(seconds: number, firstKeptHourMs: number): RecordBuckets {
   }
 }
 
-/** A member's scopes, each at FINAL_REFS, as its refs row's JSON. */
-function refsJson(scopes: Scopes): unknown[] {
-  if (!(scopes instanceof Set)) return [scopes.json]
-  return [jsonOf([...scopes])]
+/** The batch's distinct scope sets as JSON (each scope at FINAL_REFS), numbered from 1 in order of first use. */
+function createScopeSets() {
+  const json: string[] = []
+  const ids = new Map<string, number>()
+  const idOf = (keys: readonly string[]): number => {
+    const text = `{${keys.map((key) => `${JSON.stringify(key)}:${FINAL_REFS}`).join(',')}}`
+    let id = ids.get(text)
+    if (id === undefined) ids.set(text, (id = json.push(text)))
+    return id
+  }
+  return { json, idOf, set: (keys: readonly string[]): ScopeSet => ({ keys, id: idOf(keys) }) }
 }
-
-function jsonOf(keys: readonly string[]): string {
-  return `{${keys.map((key) => `${JSON.stringify(key)}:${FINAL_REFS}`).join(',')}}`
-}
-
-const scopeSet = (keys: readonly string[]): ScopeSet => ({ keys, json: jsonOf(keys) })
+type ScopeSets = ReturnType<typeof createScopeSets>
 
 /** A code's sender scopes for a registry and chain: `registry|chain`, `*|chain` and, when kept, the every-chain pair. Made once per batch. */
-function codeScopeSet(sets: Tree<Tree<ScopeSet>>, registry: string, chainScope: string, everyChain: boolean): ScopeSet {
-  const byChain = branch(sets, registry, newTree)
+function codeScopeSet(sets: ScopeSets, byRegistry: Tree<Tree<ScopeSet>>, registry: string, chainScope: string, everyChain: boolean): ScopeSet {
+  const byChain = branch(byRegistry, registry, newTree)
   let set = byChain.get(chainScope)
   if (!set) {
     const keys = [`${registry}|${chainScope}`, `*|${chainScope}`]
     if (everyChain) keys.push(`${registry}|${EVERY_CHAIN}`, `*|${EVERY_CHAIN}`)
-    byChain.set(chainScope, (set = scopeSet(keys)))
+    byChain.set(chainScope, (set = sets.set(keys)))
   }
   return set
 }
 
 /** A window's sender scopes on a chain: the chain and, when kept, every chain. Made once per batch. */
-function chainScopeSet(sets: Tree<ScopeSet>, chainScope: string, everyChain: boolean): ScopeSet {
-  let set = sets.get(chainScope)
-  if (!set) sets.set(chainScope, (set = scopeSet(everyChain ? [chainScope, String(EVERY_CHAIN)] : [chainScope])))
+function chainScopeSet(sets: ScopeSets, byChain: Tree<ScopeSet>, chainScope: string, everyChain: boolean): ScopeSet {
+  let set = byChain.get(chainScope)
+  if (!set) byChain.set(chainScope, (set = sets.set(everyChain ? [chainScope, String(EVERY_CHAIN)] : [chainScope])))
   return set
 }
 
