@@ -44,6 +44,8 @@ import { median } from './lib/stats.js'
  * - `BENCH_DB_LOCALE=en_US.UTF-8` creates the database with that locale
  *   (lib/indexer.ts): what the commit costs on a database whose default
  *   collation is not "C".
+ * - `BENCH_COMMIT_INDEXES=1` measures instead what each index of the rows
+ *   costs: the floor with every index, without each one, and with none.
  * - `BENCH_COMMIT_PARALLEL=3` commits from that many connections at once,
  *   each taking the next four ranges (PostgreSQL CPU is then that of every
  *   backend).
@@ -157,10 +159,12 @@ async function insertRowsAlone(sql: import('postgres').Sql, results: readonly Ra
 type RoundFigures = { daemon: number; postgres: number; seconds: number }
 
 /** One round of one writer on a fresh database: the CPU of this process and of PostgreSQL per attribution row. */
-async function measureRound(dataset: Dataset, writer: Writer): Promise<RoundFigures> {
+async function measureRound(dataset: Dataset, writer: Writer, withoutIndexes: readonly string[] = [], setup = ''): Promise<RoundFigures> {
   const database = await createBenchDatabase('bench_commit')
   try {
     await migrateDatabase(database.url)
+    for (const index of withoutIndexes) await dropIndex(database.sql, index)
+    if (setup) await database.sql.unsafe(setup)
     // one connection per committer: their backends are the PostgreSQL side of every commit
     const db = createDatabase({ url: database.url, poolSize: PARALLEL })
     try {
@@ -199,7 +203,55 @@ async function measureRound(dataset: Dataset, writer: Writer): Promise<RoundFigu
   }
 }
 
+/**
+ * The indexes the rows alone are stored with (BENCH_COMMIT_INDEXES=1): what
+ * each costs a row, as the floor's PostgreSQL CPU with it minus without it.
+ */
+const ROW_INDEXES = [
+  'attributions_pkey',
+  'attributions_block_idx',
+  'attributions_code_page_idx',
+  'attributions_unique_idx',
+  'attributions_user_op_hash_idx',
+  'attribution_suffixes_chain_id_tx_hash_user_op_index_pk',
+]
+
+async function dropIndex(sql: import('postgres').Sql, index: string): Promise<void> {
+  const [owner] = await sql<Array<{ table: string; constraint: boolean }>>`
+    select i.tablename as table, exists (select 1 from pg_constraint c where c.conname = i.indexname) as constraint
+    from pg_indexes i where i.indexname = ${index}`
+  if (!owner) throw new Error(`no index ${index}`)
+  await sql.unsafe(owner.constraint ? `alter table ${owner.table} drop constraint ${index}` : `drop index ${index}`)
+}
+
+async function measureIndexCosts(ranges: number, blocksPerRange: number, rounds: number) {
+  const variants: Array<[string, string[], string?]> = [
+    ['every index', []],
+    ...ROW_INDEXES.map((index): [string, string[]] => [`without ${index}`, [index]]),
+    ['no index', ROW_INDEXES],
+    ['user_op_hash by a hash index', ['attributions_user_op_hash_idx'], 'create index on attributions using hash (user_op_hash) where user_op_hash is not null'],
+    ['code page index without included columns', ['attributions_code_page_idx'], 'create index on attributions (code, block_timestamp desc nulls last, id desc nulls last)'],
+  ].filter(([name]) => !process.env.BENCH_COMMIT_INDEX_ONLY || process.env.BENCH_COMMIT_INDEX_ONLY.split(',').includes(name)) as Array<[string, string[], string?]>
+  const perVariant = new Map<string, number[]>(variants.map(([name]) => [name, []]))
+  for (let round = 0; round < rounds; round++) {
+    const dataset = denseDataset(ranges, blocksPerRange, 23_2 + round)
+    for (const [name, dropped, setup] of variants) perVariant.get(name)!.push((await measureRound(dataset, 'rows alone', dropped, setup)).postgres)
+  }
+  const all = median(perVariant.get('every index')!)
+  printTable('commit: the rows alone by COPY, PostgreSQL µs per row (medians)', ['indexes', 'µs per row', 'this index costs a row'], variants.map(([name]) => {
+    const us = median(perVariant.get(name)!)
+    return [name, us.toFixed(1), name.startsWith('without') ? (all - us).toFixed(1) : name === 'every index' || name === 'no index' ? '' : `${(us - all).toFixed(1)} more than every index`]
+  }))
+  return Object.fromEntries(variants.map(([name]) => [name, median(perVariant.get(name)!)]))
+}
+
 export const commit: Bench = async ({ quick }) => {
+  if (process.env.BENCH_COMMIT_INDEXES === '1') {
+    const ranges = Number(process.env.BENCH_COMMIT_RANGES ?? (quick ? 8 : 40))
+    const blocksPerRange = Number(process.env.BENCH_COMMIT_BLOCKS ?? (quick ? 10 : 50))
+    const figures = await measureIndexCosts(ranges, blocksPerRange, quick ? 1 : 3)
+    return { params: { ranges, blocksPerRange, indexes: true }, figures, targets: [] }
+  }
   const ranges = Number(process.env.BENCH_COMMIT_RANGES ?? (quick ? 8 : 40))
   const blocksPerRange = Number(process.env.BENCH_COMMIT_BLOCKS ?? (quick ? 10 : 50))
   const rounds = quick ? 1 : 3
