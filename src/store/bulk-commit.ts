@@ -7,7 +7,7 @@ import { HOUR_MS, HOURLY_TOTALS_DAYS } from './buckets.js'
 import { BLOCK_CONFLICT_SQL, blocksInsert, malformedInsert, rangeFlipCtes, recordsOf, type CommitOutcome, type RangeResult } from './commit.js'
 import { ATTRIBUTION_EVENTS_CHANNEL } from './events.js'
 import { createEveryChainMemory, forgetEveryChainState, writesEveryChain, type EveryChainMemory } from './every-chain.js'
-import { foldAggregates, type Columns, type FoldedAggregates, type WindowBound } from './fold.js'
+import { foldAggregates, type FoldContext, type FoldedAggregates, type WindowBound } from './fold.js'
 import { FINAL_REFS, holdRefsWritersAlone } from './final-refs.js'
 
 /**
@@ -22,9 +22,10 @@ import { FINAL_REFS, holdRefsWritersAlone } from './final-refs.js'
  * - every aggregate folded in this process over the whole batch (fold.ts),
  *   then one upsert per aggregate row, instead of grouping each statement's
  *   returned rows in SQL.
- * The aggregate tables are the tip path's (reference counts included), so
- * reads, rollbacks and the tip path need nothing new, and a bulk-committed
- * range is as reversible as any.
+ * The aggregate tables are the tip path's, distinct senders kept as
+ * presence (final-refs.ts), so reads and the tip path need nothing new. A
+ * bulk-committed range is never rolled back: the follower refuses a reorg
+ * below `chain_finality.final_through` (follower/reconcile.ts).
  */
 
 type Tx = postgres.TransactionSql
@@ -35,11 +36,13 @@ class StaleBatch extends Error {}
 export async function commitFinalRanges(db: Database, results: readonly RangeResult[], memory: EveryChainMemory = createEveryChainMemory()): Promise<CommitOutcome[]> {
   const sql = db.$client
   const chainIds = results.map(({ job }) => job.chainId)
+  const rows = copyTexts(results)
   // the every-chain scope's state can change under a commit only once in a database's life: a second try fits
   for (let attempt = 0; attempt < 3; attempt++) {
     const everyChain = await writesEveryChain(sql, chainIds, memory)
+    const aggregates = prepareAggregates(results, await foldContext(sql, everyChain))
     try {
-      const written = await sql.begin((tx) => commitInTransaction(tx, results, everyChain))
+      const written = await sql.begin((tx) => commitInTransaction(tx, results, everyChain, rows, aggregates))
       if (written) return results.map(({ rows }) => ({ committed: true, inserted: rows.length }))
     } catch (error) {
       if (error instanceof StaleBatch) return results.map(() => ({ committed: false, inserted: 0 }))
@@ -50,8 +53,27 @@ export async function commitFinalRanges(db: Database, results: readonly RangeRes
   throw new Error('the every-chain scope state kept changing under the commit')
 }
 
+/**
+ * What a commit writes, made before its transaction: the COPY texts and the
+ * aggregates folded as array literals. Bulk commits run one at a time
+ * (holdRefsWritersAlone), so the next batch's folding, the daemon's work,
+ * overlaps the running one's statements, PostgreSQL's — instead of the
+ * database waiting on the daemon inside each transaction.
+ */
+type PreparedAggregates = { context: FoldContext; literals: Literals }
+
+function prepareAggregates(results: readonly RangeResult[], context: FoldContext): PreparedAggregates {
+  return { context, literals: literalsOf(foldAggregates(results, context)) }
+}
+
 /** False when the every-chain scope is not in the state assumed (nothing written). */
-async function commitInTransaction(tx: Tx, results: readonly RangeResult[], everyChain: boolean): Promise<boolean> {
+async function commitInTransaction(
+  tx: Tx,
+  results: readonly RangeResult[],
+  everyChain: boolean,
+  rows: CopyTexts | undefined,
+  prepared: PreparedAggregates,
+): Promise<boolean> {
   // its arrays hold thousands of rows: planned for them, never by a generic plan costed for 100 (commit.ts)
   await planForParameters(tx)
   await holdRefsWritersAlone(tx)
@@ -61,9 +83,10 @@ async function commitInTransaction(tx: Tx, results: readonly RangeResult[], ever
   await flipRangesToDone(tx, results)
   await recordFinalThrough(tx, results)
   await storeBlocksAndMalformed(tx, results)
-  await copyRows(tx, results)
-  const context = await foldContext(tx, everyChain)
-  await writeAggregates(tx, foldAggregates(results, context))
+  if (rows) await copyRows(tx, rows)
+  // folded with the windows and hour read before the transaction: folded again if they moved since (once an hour)
+  const context = await foldContext(tx, everyChain, { lock: true })
+  await writeAggregates(tx, sameContext(context, prepared.context) ? prepared.literals : prepareAggregates(results, context).literals)
   return true
 }
 
@@ -88,13 +111,20 @@ async function storeBlocksAndMalformed(tx: Tx, results: readonly RangeResult[]) 
   if (results.some(({ malformed }) => malformed.length > 0)) await tx`${malformedInsert(tx, results)} on conflict do nothing`
 }
 
-/** The attribution and suffix rows, by COPY: the ranges are locked pending, so none of their rows exists yet. */
-async function copyRows(tx: Tx, results: readonly RangeResult[]) {
+type CopyTexts = { attributions: string; suffixes: string }
+
+/** The batch's attribution and suffix rows as COPY text; undefined when it has none. */
+function copyTexts(results: readonly RangeResult[]): CopyTexts | undefined {
   const rows = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: rows }))
-  if (rows.every((group) => group.sources.length === 0)) return
+  if (rows.every((group) => group.sources.length === 0)) return undefined
   const records = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: recordsOf(rows) }))
-  await copyInto(tx, 'attributions', attributionInsert.names, attributionInsert.copyText(rows))
-  await copyInto(tx, 'attribution_suffixes', suffixInsert.names, suffixInsert.copyText(records))
+  return { attributions: attributionInsert.copyText(rows), suffixes: suffixInsert.copyText(records) }
+}
+
+/** The attribution and suffix rows, by COPY: the ranges are locked pending, so none of their rows exists yet. */
+async function copyRows(tx: Tx, texts: CopyTexts) {
+  await copyInto(tx, 'attributions', attributionInsert.names, texts.attributions)
+  await copyInto(tx, 'attribution_suffixes', suffixInsert.names, texts.suffixes)
 }
 
 /** COPY text into a table in the caller's transaction: the bulk path's rows, and the commit bench's floor. */
@@ -104,12 +134,12 @@ export async function copyInto(tx: Tx, table: string, columns: readonly string[]
   await pipeline(Readable.from([text]), writable)
 }
 
-/** The ready windows (locked FOR SHARE, as the tip path locks them) and the first hour kept, by the database's clock. */
-async function foldContext(tx: Tx, everyChain: boolean) {
-  const windows = await tx<{ name: string; subject: WindowBound['subject']; from_ms: number; until_ms: number; ready: boolean }[]>`
+/** The ready windows (inside the commit locked FOR SHARE, as the tip path locks them) and the first hour kept, by the database's clock. */
+async function foldContext(sql: postgres.Sql | Tx, everyChain: boolean, { lock = false } = {}): Promise<FoldContext> {
+  const windows = await sql<{ name: string; subject: WindowBound['subject']; from_ms: number; until_ms: number; ready: boolean }[]>`
     select name, subject, ready, (extract(epoch from from_at) * 1000)::float8 as from_ms, (extract(epoch from until_at) * 1000)::float8 as until_ms
-    from window_bounds order by name for share`
-  const [clock] = await tx<{ hour_ms: number }[]>`select (extract(epoch from date_trunc('hour', now())) * 1000)::float8 as hour_ms`
+    from window_bounds order by name ${lock ? sql`for share` : sql``}`
+  const [clock] = await sql<{ hour_ms: number }[]>`select (extract(epoch from date_trunc('hour', now())) * 1000)::float8 as hour_ms`
   return {
     everyChain,
     windows: windows.filter((w) => w.ready).map((w) => ({ name: w.name, subject: w.subject, fromMs: w.from_ms, untilMs: w.until_ms })),
@@ -117,10 +147,23 @@ async function foldContext(tx: Tx, everyChain: boolean) {
   }
 }
 
+const sameContext = (a: FoldContext, b: FoldContext) => JSON.stringify(a) === JSON.stringify(b)
+
+/** Each folded table's columns as array literals (the statement's parameters), the scope sets' as one more. */
+type Literals = { scopeSets: string } & { [table in Exclude<keyof FoldedAggregates, 'scopeSets'>]: ColumnLiterals }
+type ColumnLiterals = Record<string, string>
+
+function literalsOf({ scopeSets, ...tables }: FoldedAggregates): Literals {
+  const literals = Object.fromEntries(
+    Object.entries(tables).map(([table, columns]) => [table, Object.fromEntries(Object.entries(columns).map(([name, values]) => [name, arrayLiteral(values)]))]),
+  )
+  return { ...(literals as Omit<Literals, 'scopeSets'>), scopeSets: arrayLiteral(scopeSets) }
+}
+
 /** `unnest(…) as u(names)` over one array literal per column: folded rows as a relation. */
-function folded(tx: Tx, columns: Columns, types: ReadonlyArray<[name: string, type: string]>) {
+function folded(tx: Tx, columns: ColumnLiterals, types: ReadonlyArray<[name: string, type: string]>) {
   const parameters = types
-    .map(([name, type]) => tx`${arrayLiteral(columns[name]!)}::${tx.unsafe(`${type}[]`)}`)
+    .map(([name, type]) => tx`${columns[name]!}::${tx.unsafe(`${type}[]`)}`)
     .reduce((list, parameter) => tx`${list}, ${parameter}`)
   return tx`unnest(${parameters}) as u(${tx.unsafe(types.map(([name]) => name).join(', '))})`
 }
@@ -129,7 +172,7 @@ function folded(tx: Tx, columns: Columns, types: ReadonlyArray<[name: string, ty
  * One statement writing every folded aggregate, each upsert in key order
  * (as aggregates.ts does) so commits sharing rows lock them in one order.
  */
-async function writeAggregates(tx: Tx, aggregates: FoldedAggregates) {
+async function writeAggregates(tx: Tx, aggregates: Literals) {
   await tx`
     with ${scopeSetsCte(tx, aggregates.scopeSets)},
     ${codeTotals(tx, 'code_daily_totals', 'day', 'date', aggregates.codeDaily)},
@@ -146,7 +189,7 @@ async function writeAggregates(tx: Tx, aggregates: FoldedAggregates) {
     select (select count(*) from notified) as notified`
 }
 
-function codeTotals(tx: Tx, table: string, bucket: 'day' | 'hour', type: string, totals: Columns) {
+function codeTotals(tx: Tx, table: string, bucket: 'day' | 'hour', type: string, totals: ColumnLiterals) {
   return tx`
     ${tx(table)} as (
       insert into ${tx(table)} as t (code, registry, chain_id, ${tx(bucket)}, kind, success_count, reverted_count, suffix_gas)
@@ -169,7 +212,7 @@ function codeTotals(tx: Tx, table: string, bucket: 'day' | 'hour', type: string,
     )`
 }
 
-function chainTotals(tx: Tx, table: string, bucket: 'day' | 'hour', type: string, totals: Columns) {
+function chainTotals(tx: Tx, table: string, bucket: 'day' | 'hour', type: string, totals: ColumnLiterals) {
   return tx`
     ${tx(table)} as (
       insert into ${tx(table)} as t (chain_id, ${tx(bucket)}, kind, attributions, success_count, reverted_count)
@@ -234,8 +277,8 @@ const WINDOW_CODE_SENDERS: RefsTable = {
 }
 
 /** The batch's scope sets (fold.ts) as a relation `(scopes jsonb, id)`: each set's JSON parsed once. */
-function scopeSetsCte(tx: Tx, scopeSets: string[]) {
-  return tx`scope_sets as (select * from unnest(${arrayLiteral(scopeSets)}::jsonb[]) with ordinality as s(scopes, id))`
+function scopeSetsCte(tx: Tx, scopeSets: string) {
+  return tx`scope_sets as (select * from unnest(${scopeSets}::jsonb[]) with ordinality as s(scopes, id))`
 }
 
 /**
@@ -264,7 +307,7 @@ function memberRows(tx: Tx, table: string, keys: ReadonlyArray<[name: string, ty
  * value was 0 or less (absent) counts one sender more: new members are
  * counted per scope set, before their scopes are spelled out.
  */
-function refsCtes(tx: Tx, table: RefsTable, columns: Columns) {
+function refsCtes(tx: Tx, table: RefsTable, columns: ColumnLiterals) {
   // names and expressions are this module's constants, never input
   const keys = tx.unsafe(table.keys.map(([name]) => name).join(', '))
   const keysOf = (alias: string) => tx.unsafe(table.keys.map(([name]) => `${alias}.${name}`).join(', '))
@@ -307,7 +350,7 @@ function refsCtes(tx: Tx, table: RefsTable, columns: Columns) {
 }
 
 /** A chain's senders per day: present while final rows hold FINAL_REFS (or tip rows a count) in `attributions`. */
-function chainSenderCtes(tx: Tx, columns: Columns) {
+function chainSenderCtes(tx: Tx, columns: ColumnLiterals) {
   const keys: Array<[string, string]> = [['chain_id', 'int'], ['day', 'date'], ['sender', 'text']]
   return tx`
     chain_senders_old as (${memberRows(tx, 'chain_daily_senders', keys, 'attributions', folded(tx, columns, keys))}),
@@ -324,7 +367,7 @@ function chainSenderCtes(tx: Tx, columns: Columns) {
     )`
 }
 
-function codeWindowTotals(tx: Tx, windows: Columns) {
+function codeWindowTotals(tx: Tx, windows: ColumnLiterals) {
   return tx`
     code_windows as (
       insert into code_window_totals as t (window_name, scope, code, registry, transactions, user_operations, reverted)
@@ -347,7 +390,7 @@ function codeWindowTotals(tx: Tx, windows: Columns) {
 }
 
 /** One stream event per range and code, staged as one row of aligned arrays (drizzle/0018), and a notification per range. */
-function eventCtes(tx: Tx, events: Columns) {
+function eventCtes(tx: Tx, events: ColumnLiterals) {
   return tx`
     event_rows as (
       select * from ${folded(tx, events, [

@@ -189,3 +189,51 @@ describe('bulk commit of finalized ranges', () => {
     expect(await tablesOf(bulk)).toEqual(await tablesOf(tip))
   })
 })
+
+describe('bulk commit while a rolling window moves', () => {
+  let tipDb: TestDatabase
+  let bulkDb: TestDatabase
+  const THREE_DAYS_AGO = new Date((NOW_S - 3 * DAY_S) * 1000)
+
+  beforeAll(async () => {
+    ;[tipDb, bulkDb] = await Promise.all([createTestDatabase('bulk_move_tip'), createTestDatabase('bulk_move_bulk')])
+    // windows left three days behind, as a process stopped since then left them
+    for (const database of [tipDb, bulkDb]) await createRollingWindows(database.db.$client).ensureCurrent(THREE_DAYS_AGO)
+  })
+
+  afterAll(async () => {
+    await Promise.all([tipDb?.drop(), bulkDb?.drop()])
+  })
+
+  /** Resolves once `count` backends of `database` wait on a lock. */
+  async function waitingOnLocks({ db }: TestDatabase, count: number) {
+    await expect
+      .poll(async () => (await db.$client`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`).length, { timeout: 30_000 })
+      .toBeGreaterThanOrEqual(count)
+  }
+
+  it('folds again with the windows as they stand inside the commit, not as read before it', async () => {
+    // three days old: inside the 24-hour window as it stood three days ago, outside it once moved
+    const results = [rangeResult({ chainId: 8453, fromBlock: 1, toBlock: 10, era: ERAS[1]! })]
+    await Promise.all([insertPending(tipDb, results), insertPending(bulkDb, results)])
+    await createRollingWindows(tipDb.db.$client).ensureCurrent(new Date())
+    await commitRanges(tipDb.db, results)
+
+    // a window move held half-way, its window_bounds row locked: the commit prepares with the old bounds, then waits for it
+    const holder = await bulkDb.db.$client.reserve()
+    try {
+      await holder`begin`
+      await holder`lock table code_window_totals in access exclusive mode`
+      const moved = createRollingWindows(bulkDb.db.$client).ensureCurrent(new Date())
+      await waitingOnLocks(bulkDb, 1)
+      const committed = commitFinalRanges(bulkDb.db, results)
+      // the commit's transaction waits for the move (its window_bounds row, or the every-chain state it reads)
+      await waitingOnLocks(bulkDb, 2)
+      await holder`commit`
+      await Promise.all([moved, committed])
+    } finally {
+      holder.release()
+    }
+    expect(await tablesOf(bulkDb)).toEqual(await tablesOf(tipDb))
+  })
+})
