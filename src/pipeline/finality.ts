@@ -62,12 +62,14 @@ export function createFinality({ rpc, depth, refreshMs = 2_000, now = Date.now }
   return {
     async isFinal(toBlock) {
       if (toBlock <= boundary) return true
-      if (now() - askedAt >= refreshMs) {
-        asking ??= ask()
+      // a question already on its way is awaited too: a worker's ranges start together, and those asking while the
+      // first one's question is out would otherwise be answered by the boundary before it (the tip path, for
+      // ranges far below the node's finalized block)
+      if (!asking && now() - askedAt >= refreshMs)
+        asking = ask()
           .catch(() => {})
           .finally(() => (asking = undefined))
-        await asking
-      }
+      if (asking) await asking
       return toBlock <= boundary
     },
     boundary: () => boundary,
