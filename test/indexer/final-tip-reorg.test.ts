@@ -2,7 +2,8 @@ import { expect, it } from 'vitest'
 import { appendTruth, emptyTruth, totalsByCode } from '../../devnet/ledger.js'
 import { sendMixedTraffic } from '../support/chain.js'
 import { useChainServices } from '../support/fixtures.js'
-import { expectIndexExact, expectNothingHalfCommitted, finalThroughOf, readyRollingWindows } from '../support/final-exact.js'
+import { DAY_MS, HOUR_MS } from '../../src/store/buckets.js'
+import { expectAggregatesMatchRows, expectIndexExact, expectNothingHalfCommitted, finalThroughOf, readyRollingWindows } from '../support/final-exact.js'
 import { indexerEnv, startTestIndexer, totalsFromIndex, waitForIndexedBlock } from '../support/indexer.js'
 
 /**
@@ -14,7 +15,8 @@ import { indexerEnv, startTestIndexer, totalsFromIndex, waitForIndexedBlock } fr
  * is rolled back to the common ancestor and the new branch indexed; the
  * final rows stay, nothing is refused, and the index is exact: rows,
  * totals, senders against the chain, distinct senders counted once, every
- * window.
+ * window — and every window again as time moves on by an hour, days and
+ * past the longest window.
  */
 const services = useChainServices('final_tip_reorg')
 
@@ -55,4 +57,6 @@ it('a reorg in the tip after bulk commits below it: rolled back above the final 
   } finally {
     await indexer.stop()
   }
+  // time passing: the windows move out of the final rows' presence and the tip rows' counts alike (forward only)
+  for (const ahead of [HOUR_MS, 2 * DAY_MS, 8 * DAY_MS, 31 * DAY_MS]) await expectAggregatesMatchRows(database.db, [chain.chainId], new Date(Date.now() + ahead))
 }, 240_000)
