@@ -18,7 +18,8 @@ import { until } from '../support/poll.js'
  * front switches to another node of the same chain (the same genesis) that
  * serves another, longer branch from block 1: below the final blocks, so
  * the follower refuses it (/readyz 503, the gauge 1, chain_state records
- * it, nothing rolled back). The front switches back: /readyz is 200 again,
+ * it, nothing rolled back), and again after a restart (the state kept in
+ * the database). The front switches back: /readyz is 200 again,
  * the gauge 0, the state cleared, and new traffic is indexed by the tip
  * path, exactly.
  */
@@ -42,9 +43,10 @@ it('a refused deep reorg clears when the node agrees again: /readyz 200, gauge 0
   const genesis = await chain.client.getBlock({ blockNumber: 0n })
   const other = await startAnvil({ chainId: chain.chainId, args: ['--timestamp', String(genesis.timestamp)] })
   const front = await startForwarder({ target: chain.rpcUrl })
-  const metrics = new MetricsRegistry()
+  let metrics = new MetricsRegistry()
   const env = indexerEnv({ databaseUrl: database.url, redisUrl: redis.url, prefix: redis.prefix, extra: { RANGE_SIZE: '5' } })
-  const indexer = await startTestIndexer({ db: database.db, env, chains: [{ ...chain.config, rpcUrl: front.url }], metricsRegistry: metrics })
+  const startIndexer = () => startTestIndexer({ db: database.db, env, chains: [{ ...chain.config, rpcUrl: front.url }], metricsRegistry: metrics })
+  let indexer = await startIndexer()
   const api = await startTestApi({ db: database.db, databaseUrl: database.url, redisUrl: redis.url })
   try {
     const otherClient = createDevnetClient({ rpcUrl: other.rpcUrl, chainId: chain.chainId })
@@ -68,6 +70,15 @@ it('a refused deep reorg clears when the node agrees again: /readyz 200, gauge 0
     expect(await refusedGauge(metrics, chain.chainId)).toBe(1)
     const [state] = await sql<{ refused_rollback_to: number | null }[]>`select refused_rollback_to::float8 as refused_rollback_to from chain_state where chain_id = ${chain.chainId}`
     expect(state!.refused_rollback_to).toBeLessThan(final)
+    expect(await totalsFromIndex(database.db, chain.chainId)).toEqual(before)
+
+    // a restart while refused: the state outlives the process (an operator sees it), the new follower refuses again
+    await indexer.stop()
+    expect((await request(`${api.url}/readyz`)).status).toBe(503)
+    metrics = new MetricsRegistry()
+    indexer = await startIndexer()
+    await until('the restarted follower to refuse the reorg', async () => (await refusedGauge(metrics, chain.chainId)) === 1)
+    expect((await request(`${api.url}/readyz`)).body.refused_reorgs).toEqual(refused.refused_reorgs)
     expect(await totalsFromIndex(database.db, chain.chainId)).toEqual(before)
 
     // the node agrees with the index again
