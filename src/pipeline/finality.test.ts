@@ -76,4 +76,41 @@ describe('finality boundary', () => {
     clock = 40
     expect(await finality.isFinal(950)).toBe(true) // still asks the tag: a fault of the moment is not "no tag"
   })
+
+  it('ranges asking while the node is being asked wait for its answer: none of them below it takes the tip path', async () => {
+    const { rpc, state } = node({ head: 1000, finalized: 900 })
+    let answer: () => void = () => {}
+    const slow = {
+      ...rpc,
+      request: <T>(method: string, params?: unknown[]) => new Promise<void>((resolve) => (answer = resolve)).then(() => rpc.request<T>(method, params)),
+    }
+    const finality = createFinality({ rpc: slow, depth: 64 })
+    // a worker's slots start together: every range's question arrives before the node's first answer
+    const asked = [finality.isFinal(880), finality.isFinal(890), finality.isFinal(900), finality.isFinal(950)]
+    answer()
+    expect(await Promise.all(asked)).toEqual([true, true, true, false])
+    expect(state.calls).toBe(1)
+  })
+
+  it('after the first answer, a range asking while another’s question is out is answered by the boundary known', async () => {
+    const { rpc } = node({ head: 1000, finalized: 900 })
+    let clock = 0
+    let answer: () => void = () => {}
+    let slowNode = false
+    const slow = {
+      ...rpc,
+      request: <T>(method: string, params?: unknown[]) =>
+        slowNode ? new Promise<void>((resolve) => (answer = resolve)).then(() => rpc.request<T>(method, params)) : rpc.request<T>(method, params),
+    }
+    const finality = createFinality({ rpc: slow, depth: 64, refreshMs: 10, now: () => clock })
+    expect(await finality.isFinal(10)).toBe(true)
+    slowNode = true
+    clock = 20
+    const asker = finality.isFinal(950)
+    // a range at the head: not held up by the question out (a turn of the event loop decides, no clock)
+    const atHead = await Promise.race([finality.isFinal(960), new Promise((resolve) => setImmediate(() => resolve('waited')))])
+    expect(atHead).toBe(false)
+    answer()
+    expect(await asker).toBe(false)
+  })
 })

@@ -36,6 +36,7 @@ export function createFinality({ rpc, depth, refreshMs = 2_000, now = Date.now }
   let boundary = -1
   let askedAt = Number.NEGATIVE_INFINITY
   let asking: Promise<void> | undefined
+  let answered = false
   // a node that refused the tag once is asked for the head from then on
   let hasFinalizedTag = true
 
@@ -57,15 +58,22 @@ export function createFinality({ rpc, depth, refreshMs = 2_000, now = Date.now }
     askedAt = now()
     const finalized = (await finalizedByNode()) ?? Number.parseInt((await rpc.latestHeader()).number, 16) - depth
     boundary = Math.max(boundary, finalized)
+    answered = true
   }
 
   return {
     async isFinal(toBlock) {
       if (toBlock <= boundary) return true
-      if (now() - askedAt >= refreshMs) {
-        asking ??= ask()
+      if (!asking && now() - askedAt >= refreshMs) {
+        asking = ask()
           .catch(() => {})
           .finally(() => (asking = undefined))
+        await asking
+      } else if (asking && !answered) {
+        // until the node's first answer, every range waits for it: a worker's ranges start together, and those
+        // asking while the first question is out would take the tip path however far below the node's finalized
+        // block they are (a restart's first ranges). Afterwards only the range that asked waits: a range at the
+        // head is answered by the boundary known, never held up by another's question
         await asking
       }
       return toBlock <= boundary
