@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util'
 import type { BenchResult } from './lib/report.js'
 import { printTable, resultsDir } from './lib/report.js'
 
-const BENCHES = ['detect', 'backfill', 'live', 'memory', 'http', 'analytics', 'commit', 'cli'] as const
+const BENCHES = ['detect', 'backfill', 'live', 'memory', 'http', 'analytics', 'commit', 'cli', 'scaling'] as const
 const childScript = fileURLToPath(new URL('./lib/child.ts', import.meta.url))
 
 const { values, positionals } = parseArgs({

@@ -28,6 +28,8 @@ export type PipelineSettings = {
   rpcBatchSize?: number
   pollIntervalMs: number
   env?: Record<string, string>
+  /** Worker processes (`attribution worker`) beside the all-in-one indexer, on the same database and queue. */
+  extraWorkers?: number
 }
 
 export type MemorySample = {
@@ -93,8 +95,9 @@ export async function startReadyIndexer(options: {
   const db = await createBenchDatabase(`bench_${options.label.replace(/\W/g, '_')}`)
   const prefix = uniqueName('bench')
   let indexer: IndexerProcess | undefined
+  const workers: IndexerProcess[] = []
   const dispose = async () => {
-    await indexer?.stop()
+    await Promise.all([indexer, ...workers].map((process) => process?.stop()))
     await db.drop().catch(() => {})
     await deleteRedisPrefix(prefix).catch(() => {})
   }
@@ -110,6 +113,19 @@ export async function startReadyIndexer(options: {
       label: options.label,
       ...(options.cpuProfileDir && { cpuProfileDir: options.cpuProfileDir }),
     })
+    for (let i = 0; i < (options.settings.extraWorkers ?? 0); i++) {
+      workers.push(
+        await startIndexerProcess({
+          rpcUrl: options.replay.url,
+          chainId: options.truth.chainId,
+          databaseUrl: db.url,
+          queuePrefix: prefix,
+          ...options.settings,
+          label: `${options.label}-worker-${i + 1}`,
+          command: 'worker',
+        }),
+      )
+    }
     const indexedThrough = createProgressReader(db.sql, options.truth.chainId)
     const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000)
     while ((await indexedThrough()) < 0) {
@@ -234,7 +250,8 @@ export async function runBackfill(options: {
     await Promise.all([...pendingHeaps, ...pendingSamples])
     const end = await readTransportState(ready.indexer.url, 5_000)
     // where the transport settled is part of every report: a renamed gauge must fail the bench, not print '?'
-    if (end?.batchSizes[BLOCK_CALL] === undefined || end.concurrencyLimit === undefined) {
+    // (with worker processes beside it, the all-in-one process may have fetched no block: nothing to say)
+    if (!options.settings.extraWorkers && (end?.batchSizes[BLOCK_CALL] === undefined || end.concurrencyLimit === undefined)) {
       throw new FeatureMissing(
         `the indexer's /metrics shows no indexer_rpc_batch_size{call="${BLOCK_CALL}"} or indexer_rpc_concurrency_limit: ` +
           'the bench cannot say where the transport settled (bench/lib/daemon-metrics.ts reads them)',
@@ -262,7 +279,7 @@ export async function runBackfill(options: {
         refused: stats.refused,
         maxInFlight: stats.maxInFlight,
       },
-      transport: { ...settledPoint([...transportSamples, end]), end },
+      transport: { ...settledPoint(end ? [...transportSamples, end] : transportSamples), end },
       cpu: cpuSeconds,
       nodeCost: { processCpuSeconds: stats.processCpuMs / 1000, modelledBusySeconds: stats.modelledBusyMs / 1000 },
     }
