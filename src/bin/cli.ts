@@ -161,6 +161,9 @@ async function checkDatabaseOnce(config: Config) {
   await waitForDependencies(dependenciesOf(config, { indexing: false, redis: false }), { timeoutMs: 0, logger: createLogger({ level: 'silent' }) })
 }
 
+/** As checkDatabaseOnce's probe (startup.ts) waits for a connection. */
+const ONE_SHOT_CONNECT_TIMEOUT_S = 3
+
 const commandsUsingPostgres = new Set(['start', 'api', 'follower', 'worker', 'migrate', 'validate', 'admin'])
 
 async function main(argv: string[]) {
@@ -213,11 +216,14 @@ async function main(argv: string[]) {
       }
       const configured = await readConfig()
       const config = await withDevnetChain(configured)
-      await checkDatabaseOnce(config)
-      const { checkMigrated } = await import('./preflight.js')
-      await checkMigrated(config.DATABASE_URL, 'attributions')
+      const { checkDatabaseReady } = await import('./preflight.js')
       const { runValidateRequest } = await import('../validation/cli.js')
-      process.exitCode = await runValidateRequest(config, parsed.request, process.stdout, { devnetDefault: config !== configured })
+      process.exitCode = await runValidateRequest(config, parsed.request, process.stdout, {
+        devnetDefault: config !== configured,
+        // checkDatabaseOnce and checkMigrated, with their lines, on the validation's connection (one instead of three)
+        checkDatabase: (sql) => checkDatabaseReady(sql, config.DATABASE_URL, 'attributions'),
+        connectTimeoutSeconds: ONE_SHOT_CONNECT_TIMEOUT_S,
+      })
       return
     }
     case 'admin': {

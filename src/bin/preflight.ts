@@ -1,7 +1,7 @@
 import { createServer } from 'node:net'
 import { hostname } from 'node:os'
 import postgres from 'postgres'
-import { errorCode, StartupError } from './startup.js'
+import { errorCode, hostPort, StartupError } from './startup-error.js'
 
 /**
  * Checks made before start-up does anything that cannot be undone. A
@@ -109,15 +109,42 @@ export async function acquireDevnetLock(databaseUrl: string, name: string): Prom
  */
 export async function checkMigrated(databaseUrl: string, table: string): Promise<void> {
   const sql = postgres(databaseUrl, { max: 1, connect_timeout: 3, idle_timeout: 1, onnotice: () => {} })
-  const database = new URL(databaseUrl).pathname.slice(1) || 'postgres'
-  const advice = 'run `npx attribution migrate` (or `npm run migrate`; `npm start` migrates too)'
   try {
-    const [row] = await sql<{ found: string | null }[]>`select to_regclass(${table})::text as found`
-    if (!row?.found) throw new StartupError(`DATABASE_URL: database "${database}" is not migrated (it has no ${table} table): ${advice}`)
-  } catch (error) {
-    if (errorCode(error) === '3D000') throw new StartupError(`DATABASE_URL: database "${database}" does not exist yet: ${advice}`)
-    throw error
+    await checkTable(sql, databaseUrl, table)
   } finally {
     await sql.end({ timeout: 1 }).catch(() => {})
+  }
+}
+
+const MIGRATE_ADVICE = 'run `npx attribution migrate` (or `npm run migrate`; `npm start` migrates too)'
+const databaseName = (databaseUrl: string) => new URL(databaseUrl).pathname.slice(1) || 'postgres'
+
+async function checkTable(sql: postgres.Sql, databaseUrl: string, table: string): Promise<void> {
+  try {
+    const [row] = await sql<{ found: string | null }[]>`select to_regclass(${table})::text as found`
+    if (!row?.found) throw new StartupError(`DATABASE_URL: database "${databaseName(databaseUrl)}" is not migrated (it has no ${table} table): ${MIGRATE_ADVICE}`)
+  } catch (error) {
+    if (errorCode(error) === '3D000') throw new StartupError(`DATABASE_URL: database "${databaseName(databaseUrl)}" does not exist yet: ${MIGRATE_ADVICE}`)
+    throw error
+  }
+}
+
+/**
+ * checkDatabaseOnce's and checkMigrated's checks (cli.ts), on the connection the command then works
+ * with: one connection to PostgreSQL instead of three, each a server process started and a
+ * handshake, a good part of `attribution validate`'s time on a busy machine. The same lines: a
+ * server that cannot be reached or refuses the login is worded as start-up's single attempt words
+ * it (startup.ts waitForDependencies), a missing database or table as checkMigrated.
+ */
+export async function checkDatabaseReady(sql: postgres.Sql, databaseUrl: string, table: string): Promise<void> {
+  try {
+    await checkTable(sql, databaseUrl, table)
+  } catch (error) {
+    if (error instanceof StartupError) throw error
+    const code = errorCode(error)
+    const where = `DATABASE_URL: postgres at ${hostPort(databaseUrl, 5432)}`
+    // 28xxx: authentication or authorization (startup.ts's PermanentProblem); anything else: not reachable
+    if (code.startsWith('28')) throw new StartupError(`${where} refused the connection (${code}): ${(error as Error).message}`)
+    throw new StartupError(`unreachable: ${where} (${code})`)
   }
 }

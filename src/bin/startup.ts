@@ -3,11 +3,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { rpcUrlsOf, type ChainConfig } from '../config/chains.js'
 import type { Config } from '../config/env.js'
 import { REPEATED_LOG_WINDOW_MS, type Logger } from '../logger.js'
+import { errorCode, hostPort, StartupError } from './startup-error.js'
 
-/** An expected condition that stops start-up: printed as one line, exit status 78 (EX_CONFIG). */
-export class StartupError extends Error {
-  override name = 'StartupError'
-}
+export { errorCode, StartupError }
 
 export const STARTUP_EXIT_CODE = 78
 
@@ -35,24 +33,6 @@ class PermanentProblem extends Error {
   ) {
     super(message)
   }
-}
-
-function hostPort(url: string, defaultPort: number): string {
-  const parsed = new URL(url)
-  return `${parsed.hostname.replace(/^\[|\]$/g, '')}:${parsed.port || defaultPort}`
-}
-
-/** The short code of a failed connection: ECONNREFUSED, ENOTFOUND, ETIMEDOUT, HTTP_503, 28P01 … */
-export function errorCode(error: unknown): string {
-  let current = error as { code?: unknown; cause?: unknown; name?: unknown } | undefined
-  for (let depth = 0; current && depth < 5; depth++) {
-    if (typeof current.code === 'string' && current.code) return current.code
-    if (current.name === 'TimeoutError' || current.name === 'AbortError') return 'ETIMEDOUT'
-    const aggregated = (current as { errors?: unknown[] }).errors
-    if (Array.isArray(aggregated) && aggregated.length > 0) current = aggregated[0] as typeof current
-    else current = current.cause as typeof current
-  }
-  return 'UNKNOWN'
 }
 
 function postgresDependency(url: string): Dependency {

@@ -1,5 +1,6 @@
 import { eq, sql } from 'drizzle-orm'
-import { getAddress, type Address } from 'viem'
+import * as OxAddress from 'ox/Address'
+import type { Address } from 'viem'
 import type { Database } from '../db/client.js'
 import { builderCodes } from '../db/schema/index.js'
 import { deriveBuilderCode } from './derive.js'
@@ -58,7 +59,8 @@ export function createRegistry({ db, deriveCandidate = deriveBuilderCode, cacheS
    * candidate held by another wallet moves on to the next candidate.
    */
   async function register(walletAddress: string): Promise<BuilderCode & { created: boolean }> {
-    const wallet = getAddress(walletAddress)
+    // EIP-55, as viem's getAddress (ox: `attribution validate` loads the registry, and viem's index is slow to load)
+    const wallet = OxAddress.checksum(walletAddress)
     const known = cache.codeOf(wallet)
     if (known) return { builderCode: known, walletAddress: wallet, created: false }
     // insert first: a new wallet costs one round trip; a stored one conflicts on its wallet key and is read after

@@ -1,5 +1,5 @@
 import type { Config } from '../config/env.js'
-import { closeDatabase, createDatabase } from '../db/client.js'
+import { closeDatabase, createDatabase, type Sql } from '../db/client.js'
 import { errorBody, type ErrorBody } from '../contract/error-body.js'
 import { createRegistry } from '../registry/register.js'
 import { ChainSelectionError, HashNotFoundError, RpcTimeoutError, RpcUnavailableError } from './errors.js'
@@ -48,10 +48,22 @@ export async function runValidateCommand(config: Config, args: string[], out: Ou
   return runValidateRequest(config, parsed.request, out, options)
 }
 
+type RequestOptions = {
+  devnetDefault?: boolean
+  /**
+   * Checks on the validation's own connection before it runs, throwing what stops the command
+   * (src/bin/cli.ts: reachable and migrated, in one connection instead of one per check).
+   */
+  checkDatabase?: (sql: Sql) => Promise<void>
+  /** Seconds to wait for PostgreSQL's connection (a one-shot command's probe waits 3). */
+  connectTimeoutSeconds?: number
+}
+
 /** The validation of a parsed request, printed as JSON; returns the exit status. */
-export async function runValidateRequest(config: Config, request: ValidationRequest, out: Output = process.stdout, options: { devnetDefault?: boolean } = {}): Promise<number> {
-  const db = createDatabase({ url: config.DATABASE_URL, poolSize: 2 })
+export async function runValidateRequest(config: Config, request: ValidationRequest, out: Output = process.stdout, options: RequestOptions = {}): Promise<number> {
+  const db = createDatabase({ url: config.DATABASE_URL, poolSize: 2, ...(options.connectTimeoutSeconds !== undefined && { connectTimeoutSeconds: options.connectTimeoutSeconds }) })
   try {
+    await options.checkDatabase?.(db.$client)
     const validator = createValidator({
       db,
       registry: createRegistry({ db }),

@@ -1,12 +1,11 @@
 import type { Database } from '../db/client.js'
 import type { Registry } from '../registry/register.js'
 import type { HttpClientKind } from '../rpc/wire/http-post.js'
-import { createValidationChains, type ChainEndpoint } from './chains.js'
+import type { ChainEndpoint, ChainOptions, ValidationChains } from './chains.js'
 import { findIndexed } from './index-lookup.js'
 import { createNodeLookups } from './node-lookups.js'
 import type { ValidationRequest } from './request.js'
 import { describeFinding, type Finding, type ValidationResult } from './result.js'
-import { findOnChain } from './rpc-lookup.js'
 
 type IndexQuery = Parameters<typeof findIndexed>[1]
 
@@ -46,16 +45,32 @@ type CachedFinding = { finding: Finding; expiresAt: number }
 const MAX_CACHED_FINDINGS = 50_000
 
 /**
+ * The chain id a request selects when that needs no node, and the selection cannot fail: one chain
+ * configured with its id and none asked for, or the id asked for configured. Otherwise undefined,
+ * and chains.ts's select decides (an id read from a node, or a ChainSelectionError), as it would anyway.
+ */
+export function chainIdKnownWithoutNode(endpoints: readonly ChainEndpoint[], requested: number | undefined): number | undefined {
+  if (requested === undefined) return endpoints.length === 1 ? endpoints[0]!.chainId : undefined
+  return endpoints.some((endpoint) => endpoint.chainId === requested) ? requested : undefined
+}
+
+/**
  * Validation by hash: the index first (cheap, and what analytics counted),
  * the chain otherwise. Throws ChainSelectionError, HashNotFoundError,
  * RpcUnavailableError or RpcTimeoutError; see src/validation/errors.ts.
  */
 export function createValidator(options: ValidatorOptions) {
-  const chains = createValidationChains(options.chains, {
+  const chainOptions: ChainOptions = {
     timeoutMs: options.rpcTimeoutMs,
     ...(options.rpcMaxAnswerBytes !== undefined && { maxAnswerBytes: options.rpcMaxAnswerBytes }),
     ...(options.rpcHttpClient && { httpClient: options.rpcHttpClient }),
-  })
+  }
+  // The node's side (RPC clients, receipt scanners, viem's ABI decoding: hundreds of modules) is
+  // loaded at the first lookup that needs a node. `attribution validate` of an indexed hash then
+  // starts without it (bench/cli.bench.ts); the daemon's indexer has loaded those modules already.
+  let chains: Promise<ValidationChains> | undefined
+  const nodeChains = () => (chains ??= import('./chains.js').then((module) => module.createValidationChains(options.chains, chainOptions)))
+  const findOnChain: (typeof import('./rpc-lookup.js'))['findOnChain'] = async (...args) => (await import('./rpc-lookup.js')).findOnChain(...args)
   const indexCacheMs = options.indexCacheMs ?? 2_000
   // agents and dashboards poll the same hashes; an indexed answer only changes on a reorg
   const recentlyIndexed = new Map<string, CachedFinding>()
@@ -80,14 +95,17 @@ export function createValidator(options: ValidatorOptions) {
   }
 
   async function validate(request: ValidationRequest, context: ValidationContext = {}): Promise<ValidationResult> {
-    const chain = await chains.select(request.chainId)
-    const query = { type: request.type, hash: request.hash, chainId: chain.chainId }
+    const knownId = chainIdKnownWithoutNode(options.chains, request.chainId)
+    // selected once: by id alone when the configuration settles it, else by chains.ts (which may ask a node)
+    const selected = knownId === undefined ? await (await nodeChains()).select(request.chainId) : undefined
+    const chainId = selected?.chainId ?? knownId!
+    const query = { type: request.type, hash: request.hash, chainId }
     const finding =
       (await findIndexedCached(query)) ??
       (await nodeLookups.run(
         `${query.type}:${query.chainId}:${query.hash}`,
         () => admitNodeLookup(context.client),
-        () => findOnChain(chain, { ...query, logWindow: options.logWindow }),
+        async () => findOnChain(selected ?? (await (await nodeChains()).select(chainId)), { ...query, logWindow: options.logWindow }),
       ))
     return describeFinding(finding, options.registry)
   }
