@@ -103,7 +103,7 @@ function nodeOverrides(): Partial<Record<ProfileName, Record<string, number>>> {
   const overrides: Partial<Record<ProfileName, Record<string, number>>> = {}
   for (const part of (process.env.BENCH_NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean)) {
     const [profile, list = ''] = part.split(':') as [ProfileName, string?]
-    if (profile !== 'serial' && profile !== 'remote') throw new Error(`BENCH_NODE_OPTIONS: only serial and remote take options, got ${part}`)
+    if (profile !== 'serial' && profile !== 'growing' && profile !== 'remote') throw new Error(`BENCH_NODE_OPTIONS: only serial, growing and remote take options, got ${part}`)
     for (const pair of list.split(',').filter(Boolean)) {
       const [key, value] = pair.split('=')
       const number = Number(value)
