@@ -40,8 +40,8 @@ export type BatchLengthOptions = {
 type Window = { calls: number; answers: number; busyMs: number }
 
 type KeyState = {
-  /** The length settled on or being left; undefined until the first batch (then the longest allowed). */
-  base: number | undefined
+  /** The length settled on or being left; +Infinity until a shorter one won: the longest allowed, whatever that becomes. */
+  base: number
   /** The neighbour under trial (its length), or undefined while the base is measured. */
   trying: number | undefined
   /** A neighbour's rate, waiting for the base to be measured again after it. */
@@ -67,7 +67,7 @@ type KeyState = {
 const emptyWindow = (): Window => ({ calls: 0, answers: 0, busyMs: 0 })
 
 export function createBatchLengths(options: BatchLengthOptions = {}) {
-  const minAnswers = options.minAnswers ?? 8
+  const minAnswers = options.minAnswers ?? 12
   const gain = options.gain ?? 1.05
   const settledWindows = options.settledWindows ?? 10
   const states = new Map<string, KeyState>()
@@ -76,7 +76,7 @@ export function createBatchLengths(options: BatchLengthOptions = {}) {
     let state = states.get(key)
     if (!state) {
       state = {
-        base: undefined,
+        base: Number.POSITIVE_INFINITY,
         trying: undefined,
         tried: undefined,
         baseRate: undefined,
@@ -100,7 +100,7 @@ export function createBatchLengths(options: BatchLengthOptions = {}) {
   const settled = (state: KeyState) => state.lostInRow >= 2
 
   function current(state: KeyState): number {
-    return clip(state, state.trying ?? state.base ?? Number.POSITIVE_INFINITY)
+    return clip(state, state.trying ?? state.base)
   }
 
   function neighbour(state: KeyState, direction: -1 | 1): number {
@@ -155,7 +155,8 @@ export function createBatchLengths(options: BatchLengthOptions = {}) {
     const before = state.baseRate ?? after
     if (tried.rate > ((before + after) / 2) * gain) {
       // kept: the same way again while it pays
-      state.base = tried.length
+      // a longer length that won stays the longest allowed: on a node that rewards length, the budget decides
+      state.base = tried.length >= state.most ? Number.POSITIVE_INFINITY : tried.length
       state.baseRate = tried.rate
       state.lostInRow = 0
       const next = neighbour(state, state.direction)
@@ -172,14 +173,19 @@ export function createBatchLengths(options: BatchLengthOptions = {}) {
     /** Calls to put in the next batch of `key`, at most `most` (the byte budget and caps say so). */
     lengthFor(key: string, most: number): number {
       const state = stateOf(key)
+      const before = current(state)
       state.most = Math.max(1, most)
-      if (state.base === undefined) state.base = clip(state, Number.POSITIVE_INFINITY)
-      return current(state)
+      const now = current(state)
+      // the budget or a cap moved the length: a window under way measured another one
+      if (now !== before) moveTo(state, state.trying)
+      return now
     },
     /** `count` calls of `key` are asked at once: no batch is longer (a longer length would change nothing to measure). */
     asked(key: string, count: number) {
       const state = stateOf(key)
+      const before = current(state)
       state.demand = Math.max(count, Math.round(state.demand * 0.95))
+      if (current(state) !== before) moveTo(state, state.trying)
     },
     /** A request of `key` goes out at `now`; returns the tag its answer is counted under. */
     sent(key: string, now: number): number {
@@ -189,8 +195,8 @@ export function createBatchLengths(options: BatchLengthOptions = {}) {
       openWindowIfClean(state, now)
       return state.epoch
     },
-    /** The request tagged `epoch` is answered at `now` with `calls` calls served (0 when it failed). */
-    answered(key: string, epoch: number, calls: number, now: number) {
+    /** The request tagged `epoch` is answered at `now` with `calls` calls served (undefined when it failed: its time counts, no answer). */
+    answered(key: string, epoch: number, calls: number | undefined, now: number) {
       const state = stateOf(key)
       state.out--
       if (epoch !== state.epoch) {
@@ -198,7 +204,7 @@ export function createBatchLengths(options: BatchLengthOptions = {}) {
         if (left > 0) state.outEarlier.set(epoch, left)
         else state.outEarlier.delete(epoch)
         openWindowIfClean(state, now)
-      } else if (state.window) {
+      } else if (state.window && calls !== undefined) {
         state.window.calls += calls
         state.window.answers++
       }
