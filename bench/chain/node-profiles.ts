@@ -55,8 +55,9 @@ export type GrowingOptions = {
 
 export type RemoteOptions = { latencyMs: number; maxInFlight: number; retryAfterSeconds: number }
 
-export type ProfileName = 'fast' | 'serial' | 'growing' | 'remote'
-export const profileNames: readonly ProfileName[] = ['fast', 'serial', 'growing', 'remote']
+/** `capped` is a remote node that holds fewer requests and answers later (4 in flight, 120 ms): where every request is a round trip. */
+export type ProfileName = 'fast' | 'serial' | 'growing' | 'remote' | 'capped'
+export const profileNames: readonly ProfileName[] = ['fast', 'serial', 'growing', 'remote', 'capped']
 
 export type ProfileSpec =
   | { name: 'fast' }
@@ -79,11 +80,13 @@ export const defaultSerialOptions: SerialOptions = { requestMs: 2.5, callMs: 0.0
  */
 export const defaultGrowingOptions: GrowingOptions = { requestMs: 1, callMs: 0.05, perCallPerCallMs: 0.002, msPerMiB: 1.8, contention: 0.04 }
 export const defaultRemoteOptions: RemoteOptions = { latencyMs: 50, maxInFlight: 8, retryAfterSeconds: 1 }
+export const defaultCappedOptions: RemoteOptions = { latencyMs: 120, maxInFlight: 4, retryAfterSeconds: 1 }
 
 export function profileSpec(name: ProfileName, overrides: Record<string, number> = {}): ProfileSpec {
   if (name === 'fast') return { name }
   if (name === 'serial') return { name, options: { ...defaultSerialOptions, ...overrides } }
   if (name === 'growing') return { name, options: { ...defaultGrowingOptions, ...overrides } }
+  if (name === 'capped') return { name: 'remote', options: { ...defaultCappedOptions, ...overrides } }
   return { name, options: { ...defaultRemoteOptions, ...overrides } }
 }
 
