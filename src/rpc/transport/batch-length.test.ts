@@ -73,14 +73,13 @@ describe('batch length by measured delivery', () => {
     expect(lengths.tracks('other')).toBe(false)
   })
 
-  it('counts no answer to a request sent at an earlier length in the window of a new one', () => {
+  it('measures the longest batch first, then tries half of it', () => {
     const lengths = createBatchLengths({ minAnswers: 1 })
     lengths.asked('m', 90)
     expect(lengths.lengthFor('m', 1_000)).toBe(90)
     // the base measured: 90 calls in 100 ms
-    const first = lengths.sent('m', 0)
-    lengths.answered('m', first, 90, 100)
-    // a shorter neighbour is tried now
-    expect(lengths.lengthFor('m', 1_000)).toBe(60)
+    const base = lengths.sent('m', 0)
+    lengths.answered('m', base, 90, 100)
+    expect(lengths.lengthFor('m', 1_000)).toBe(45)
   })
 })

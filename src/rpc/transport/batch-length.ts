@@ -11,11 +11,14 @@
  * the node several times what ten of twenty cost, and nothing in the bytes
  * says so. So each such method climbs its own length, one coordinate, as
  * the operating point climbs its two: a window of answers at the base
- * length, one at a neighbour (a third shorter or half again longer), the
- * base again, and the neighbour is kept only if it delivered clearly more
- * calls per second than the mean of the base around it. Once neither
- * neighbour wins, the length is settled; a neighbour is tried again now and
- * then, so a node that changes is followed.
+ * length, one at a neighbour, the base again, and the neighbour is kept
+ * only if it delivered clearly more calls per second than the mean of the
+ * base around it. A backfill asks a range's receipts at once, a few hundred
+ * a range, so a window at a long length is few requests: the first steps
+ * halve or double the length (200 to 25 in three), and once neither way
+ * wins, finer ones (a third shorter, half again longer) place it. Once
+ * neither of those wins, the length is settled; a neighbour is tried again
+ * now and then, so a node that changes is followed.
  *
  * Delivery is calls answered per second of the time this method had a
  * request out (the union of its requests' round trips): eight batches of
@@ -29,7 +32,7 @@
  * Pure: time comes in as arguments; no I/O.
  */
 export type BatchLengthOptions = {
-  /** Fewest answers a window needs. */
+  /** Fewest answers a window needs (and at least the calls asked at once: a range's worth). */
   minAnswers?: number
   /** A neighbour is kept only if it delivers this much more than the base around it. */
   gain?: number
@@ -49,6 +52,8 @@ type KeyState = {
   baseRate: number | undefined
   /** Direction of the next neighbour tried: shorter first (the expensive mistake is too long). */
   direction: -1 | 1
+  /** Halving and doubling first, then finer steps. */
+  coarse: boolean
   lostInRow: number
   windowsSettled: number
   /** The most calls a batch may have now (bytes, caps, calls asked at once). */
@@ -67,9 +72,11 @@ type KeyState = {
 const emptyWindow = (): Window => ({ calls: 0, answers: 0, busyMs: 0 })
 
 export function createBatchLengths(options: BatchLengthOptions = {}) {
-  const minAnswers = options.minAnswers ?? 12
+  const minAnswers = options.minAnswers ?? 3
   const gain = options.gain ?? 1.05
   const settledWindows = options.settledWindows ?? 10
+  /** A neighbour this much better than the base before it is kept at once. */
+  const clearWin = 1.25
   const states = new Map<string, KeyState>()
 
   function stateOf(key: string): KeyState {
@@ -81,6 +88,7 @@ export function createBatchLengths(options: BatchLengthOptions = {}) {
         tried: undefined,
         baseRate: undefined,
         direction: -1,
+        coarse: true,
         lostInRow: 0,
         windowsSettled: 0,
         most: Number.POSITIVE_INFINITY,
@@ -105,8 +113,8 @@ export function createBatchLengths(options: BatchLengthOptions = {}) {
 
   function neighbour(state: KeyState, direction: -1 | 1): number {
     const base = current({ ...state, trying: undefined })
-    const step = Math.max(1, Math.round(base * (direction > 0 ? 0.5 : 1 / 3)))
-    return clip(state, base + direction * step)
+    const factor = state.coarse ? (direction > 0 ? 2 : 0.5) : direction > 0 ? 1.5 : 2 / 3
+    return clip(state, direction > 0 ? Math.max(base + 1, base * factor) : Math.min(base - 1, base * factor))
   }
 
   /** A new point to measure: answers to requests sent before it no longer count, and its window opens once none of them is out. */
@@ -129,6 +137,8 @@ export function createBatchLengths(options: BatchLengthOptions = {}) {
   function judge(state: KeyState, rate: number) {
     if (state.trying !== undefined) {
       state.tried = { length: state.trying, rate }
+      // far better than the base before it: no drift of the machine explains that, kept without measuring the base again
+      if (state.baseRate !== undefined && rate > state.baseRate * clearWin) return judgeTried(state, state.tried, state.baseRate)
       return moveTo(state, undefined)
     }
     if (state.tried) return judgeTried(state, state.tried, rate)
@@ -165,6 +175,11 @@ export function createBatchLengths(options: BatchLengthOptions = {}) {
     state.baseRate = after
     state.lostInRow++
     state.direction = state.direction > 0 ? -1 : 1
+    if (settled(state) && state.coarse) {
+      // neither half nor double wins: finer steps from here
+      state.coarse = false
+      state.lostInRow = 0
+    }
     if (settled(state)) return moveTo(state, undefined)
     tryNeighbour(state)
   }
@@ -214,7 +229,7 @@ export function createBatchLengths(options: BatchLengthOptions = {}) {
       }
       const window = state.window
       // judged when nothing is out (its time is all counted) or, on a node never idle, after four windows' answers
-      if (!window || window.answers < minAnswers || (state.out > 0 && window.answers < 4 * minAnswers)) return
+      if (!window || window.answers < minAnswers || window.calls < state.demand || (state.out > 0 && window.answers < 4 * minAnswers)) return
       const busyMs = window.busyMs + (state.out > 0 ? now - state.busySince : 0)
       if (state.out > 0) state.busySince = now
       if (busyMs <= 0) return
