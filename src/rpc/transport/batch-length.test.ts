@@ -21,8 +21,9 @@ function simulate(options: { costMs: (calls: number) => number; latencyMs?: numb
   while (sent < requests) {
     while (out.length < inFlight && sent < requests) {
       if (queue === 0) {
-        queue = perRange
-        lengths.asked(key, perRange)
+        // ranges differ: 0.75–1.25× `perRange` calls each
+        queue = Math.round(perRange * (0.75 + 0.5 * Math.abs(Math.sin(sent * 12.9898) % 1)))
+        lengths.asked(key, queue)
       }
       const length = lengths.lengthFor(key, most)
       const calls = Math.ceil(queue / Math.ceil(queue / length))

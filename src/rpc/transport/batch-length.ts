@@ -188,19 +188,15 @@ export function createBatchLengths(options: BatchLengthOptions = {}) {
     /** Calls to put in the next batch of `key`, at most `most` (the byte budget and caps say so). */
     lengthFor(key: string, most: number): number {
       const state = stateOf(key)
-      const before = current(state)
+      // a budget or a demand that moves the clip does not move the point: "the longest allowed" stays one point
+      // (a window restarted at each range's own count of calls would never end)
       state.most = Math.max(1, most)
-      const now = current(state)
-      // the budget or a cap moved the length: a window under way measured another one
-      if (now !== before) moveTo(state, state.trying)
-      return now
+      return current(state)
     },
     /** `count` calls of `key` are asked at once: no batch is longer (a longer length would change nothing to measure). */
     asked(key: string, count: number) {
       const state = stateOf(key)
-      const before = current(state)
-      state.demand = Math.max(count, Math.round(state.demand * 0.95))
-      if (current(state) !== before) moveTo(state, state.trying)
+      state.demand = Math.max(count, Math.round(state.demand * 0.99))
     },
     /** A request of `key` goes out at `now`; returns the tag its answer is counted under. */
     sent(key: string, now: number): number {
