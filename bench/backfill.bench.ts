@@ -17,7 +17,13 @@ import { profileSpec, type ProfileName } from './chain/node-profiles.js'
  * node cannot pass for good on all:
  *
  * - everyday chain (200-tx blocks, ~2% attributed, ≥ 1M transactions in the
- *   full run) on the fast node, the serial node and the remote node;
+ *   full run) on the fast node, the serial node, the growing node (cost per
+ *   call grows with the batch's length), the remote node and the capped
+ *   remote node (4 in flight, 120 ms). Its floor is the plain client that
+ *   produces the same answer: every block plus the candidates' receipts
+ *   (issue 41); blocks alone are shown beside it as a reference. Besides
+ *   speed, the node's CPU serving the daemon's backfill is held against one
+ *   pass of that floor;
  * - a Base-sized chain (600-tx, ~1.1 MB blocks) on the fast node, where the
  *   point is the batch size the transport settles on;
  * - a dense chain (half the transactions attributed, bundles, a long tail of
@@ -49,7 +55,9 @@ type CaseName = `${ChainName}/${ProfileName}`
 const CASES: ReadonlyArray<{ chain: ChainName; profile: ProfileName }> = [
   { chain: 'everyday', profile: 'fast' },
   { chain: 'everyday', profile: 'serial' },
+  { chain: 'everyday', profile: 'growing' },
   { chain: 'everyday', profile: 'remote' },
+  { chain: 'everyday', profile: 'capped' },
   { chain: 'base-sized', profile: 'fast' },
   { chain: 'dense', profile: 'fast' },
   { chain: 'flood', profile: 'fast' },
@@ -103,7 +111,7 @@ function nodeOverrides(): Partial<Record<ProfileName, Record<string, number>>> {
   const overrides: Partial<Record<ProfileName, Record<string, number>>> = {}
   for (const part of (process.env.BENCH_NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean)) {
     const [profile, list = ''] = part.split(':') as [ProfileName, string?]
-    if (profile !== 'serial' && profile !== 'remote') throw new Error(`BENCH_NODE_OPTIONS: only serial and remote take options, got ${part}`)
+    if (profile === 'fast') throw new Error(`BENCH_NODE_OPTIONS: the fast node takes no options, got ${part}`)
     for (const pair of list.split(',').filter(Boolean)) {
       const [key, value] = pair.split('=')
       const number = Number(value)
@@ -168,28 +176,39 @@ export const backfill: Bench = async ({ quick, cpuProfileDir }) => {
   const measured = Object.values(results)
   printTable(
     `backfill: every case, median of ${reps} round${reps > 1 ? 's' : ''} (${params.settings})`,
-    ['case', 'pipeline tx/s', 'floor tx/s (point)', 'ratio', 'rounds', 'settled (batch, allowed / in flight)', 'node CPU s per 1M tx, daemon / floor', 'peak RSS MiB'],
+    ['case', 'pipeline tx/s', 'floor tx/s (point)', 'ratio', 'rounds', 'blocks-only reference tx/s (point), ratio', 'settled (batch, allowed / in flight)', 'node CPU s, daemon / floor', 'peak RSS MiB'],
     measured.map((r) => [
       r.label.replace('backfill ', ''),
       fmt(r.pipelineTxPerSecond),
       `${fmt(r.floorTxPerSecond)} (${r.floorPoint.batchSize} × ${r.floorPoint.concurrency})`,
       ratio(r.ratio),
       r.ratios.map((value) => fmt(value, 2)).join(' '),
+      r.reference ? `${fmt(r.reference.txPerSecond)} (${r.reference.point.batchSize} × ${r.reference.point.concurrency}), ${ratio(r.reference.ratio)}` : '—',
       `${r.settled.blockBatchSize}, ${r.settled.concurrencyLimit} / ${r.settled.inFlight}`,
-      `${fmt(r.nodeCpuSecondsPerMillionTx.daemon, 1)} / ${fmt(r.nodeCpuSecondsPerMillionTx.floor, 1)}`,
+      `${fmt(r.nodeSeconds.daemon, 2)} / ${fmt(r.nodeSeconds.floor, 2)}`,
       fmt(r.peakRssMiB),
     ]),
   )
   const targets: Target[] = measured.filter((r) => r.label !== 'backfill flood/fast').map((r) => {
-    // the dense chain's goal is its own (issue 23): its floor reads every receipt, the indexer a commit per attribution
-    const goal = r.floorPoint.receipts ? 0.7 : 0.9
+    // the dense chain's goal is its own (issue 23): its floor reads every receipt, the indexer a commit per attribution;
+    // the everyday chain's is to beat the plain client producing the same answer (issue 41)
+    const goal = r.floorPoint.receipts ? 0.7 : r.label.startsWith('backfill everyday/') ? 1.0 : 0.9
     return {
       name: `${r.label} vs its floor ${Object.keys(overrides).length === 0 ? 'on defaults' : '(NOT DEFAULTS)'}`,
-      goal: `≥ ${goal}× the best plain client on the same node${r.floorPoint.receipts ? ' (blocks + block receipts)' : ''}`,
+      goal: `≥ ${goal}× the best plain client on the same node${r.floorPoint.receipts ? ' (blocks + block receipts)' : " (blocks + the candidates' receipts)"}`,
       actual: `${ratio(r.ratio)} (settled at batch ${r.settled.blockBatchSize}, ${r.settled.concurrencyLimit} in flight)`,
       met: r.ratio >= goal,
     }
   })
+  // the node works no more for the daemon than for the plain client producing the same answer (issue 41)
+  for (const r of measured.filter((r) => r.label.startsWith('backfill everyday/'))) {
+    targets.push({
+      name: `${r.label} node cost`,
+      goal: "node CPU s (process + modelled thread) serving the daemon's backfill ≤ one pass of the floor",
+      actual: `${fmt(r.nodeSeconds.daemon, 2)} s vs ${fmt(r.nodeSeconds.floor, 2)} s (${ratio(r.nodeSeconds.daemon / r.nodeSeconds.floor)})`,
+      met: r.nodeSeconds.daemon <= r.nodeSeconds.floor,
+    })
+  }
   // the dense and flooded chains' memory is held against the everyday chain's, measured on the same node
   const sparse = results['everyday/fast']
   for (const [chain, name] of [['dense', 'dense chain'], ['flood', 'flooded chain']] as const) {

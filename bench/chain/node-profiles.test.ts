@@ -1,5 +1,15 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { createNodeProfile, defaultSerialOptions, serialCapacity, serialWorkMs, type SerialOptions } from './node-profiles.js'
+import {
+  createNodeProfile,
+  defaultGrowingOptions,
+  defaultSerialOptions,
+  growingWorkMs,
+  profileSpec,
+  serialCapacity,
+  serialWorkMs,
+  type GrowingOptions,
+  type SerialOptions,
+} from './node-profiles.js'
 
 const MiB = 2 ** 20
 const BLOCK = 0.35 * MiB
@@ -92,5 +102,34 @@ describe('fast node', () => {
     expect(node.admit()).toBeUndefined()
     node.answer({ callBytes: [BLOCK], answerBytes: BLOCK }, () => sent.push('now'))
     expect(sent).toEqual(['now'])
+  })
+})
+
+describe('growing node', () => {
+  const RECEIPT = 1_500
+  const perCall = (calls: number, bytes: number) => growingWorkMs(defaultGrowingOptions, { callBytes: Array(calls).fill(bytes), answerBytes: calls * bytes }) / calls
+
+  it('costs a request its fixed part, and each call its own part plus a part per call of its batch', () => {
+    const options: GrowingOptions = { requestMs: 1, callMs: 0.5, perCallPerCallMs: 0.25, msPerMiB: 2, contention: 0 }
+    expect(growingWorkMs(options, { callBytes: [MiB, MiB], answerBytes: 2 * MiB })).toBe(1 + 2 * (0.5 + 0.25 * 2 + 2))
+  })
+
+  it('on its defaults, light receipts cost several times more per call in one batch of 200 than 20 at a time, whatever their bytes', () => {
+    expect(perCall(200, RECEIPT) / perCall(20, RECEIPT)).toBeGreaterThan(2.5)
+    // the cheapest length is short for receipts and blocks alike
+    const best = (bytes: number) => [5, 10, 20, 30, 50, 100, 200].reduce((a, b) => (perCall(b, bytes) < perCall(a, bytes) ? b : a))
+    expect(best(RECEIPT)).toBe(20)
+    expect(best(BLOCK)).toBeLessThanOrEqual(30)
+  })
+
+  it('is one thread shared by the requests in flight, as the serial node', () => {
+    const node = createNodeProfile(profileSpec('growing', { requestMs: 10, callMs: 0, perCallPerCallMs: 0, msPerMiB: 0, contention: 0 }), () => Date.now())
+    const done: string[] = []
+    node.answer({ callBytes: [], answerBytes: 0 }, () => done.push('a'))
+    node.answer({ callBytes: [], answerBytes: 0 }, () => done.push('b'))
+    vi.advanceTimersByTime(19)
+    expect(done).toEqual([])
+    vi.advanceTimersByTime(1)
+    expect(done.sort()).toEqual(['a', 'b'])
   })
 })

@@ -1,5 +1,5 @@
 /**
- * How the replay node answers, beyond what it answers: three kinds of node
+ * How the replay node answers, beyond what it answers: four kinds of node
  * an operator points the indexer at, so that a bench cannot flatter a
  * transport tuned on one of them.
  *
@@ -16,6 +16,16 @@
  *   and GC pressure of the answers held at once). Its best operating point
  *   is interior: tiny batches pay `requestMs` each, large ones the square,
  *   many in flight the contention.
+ * - `growing`: a node whose cost per call grows with the batch's length,
+ *   light calls as much as heavy ones (a batch handler that serves a
+ *   batch's calls one after another on one thread and does work per call
+ *   in proportion to the batch: copies the answers gathered so far, scans
+ *   the batch's list). Every request costs its one thread
+ *     requestMs + Σ over calls (callMs + perCallPerCallMs × the batch's length
+ *                               + msPerMiB × the call's answer MiB)
+ *   shared by every request in flight as on `serial`. A batch of 200 light
+ *   receipts then costs ~5× its 200 calls asked 20 at a time: bytes cannot
+ *   tell, only time measured per call can.
  * - `remote`: a hosted provider. Every answer leaves `latencyMs` late, and a
  *   request arriving while `maxInFlight` are already held is answered 429
  *   with `Retry-After: retryAfterSeconds`.
@@ -34,14 +44,25 @@ export type SerialOptions = {
   contention: number
 }
 
+export type GrowingOptions = {
+  requestMs: number
+  callMs: number
+  /** Each call's extra cost per call in its batch: n calls cost n² × this on top of their own. */
+  perCallPerCallMs: number
+  msPerMiB: number
+  contention: number
+}
+
 export type RemoteOptions = { latencyMs: number; maxInFlight: number; retryAfterSeconds: number }
 
-export type ProfileName = 'fast' | 'serial' | 'remote'
-export const profileNames: readonly ProfileName[] = ['fast', 'serial', 'remote']
+/** `capped` is a remote node that holds fewer requests and answers later (4 in flight, 120 ms): where every request is a round trip. */
+export type ProfileName = 'fast' | 'serial' | 'growing' | 'remote' | 'capped'
+export const profileNames: readonly ProfileName[] = ['fast', 'serial', 'growing', 'remote', 'capped']
 
 export type ProfileSpec =
   | { name: 'fast' }
   | { name: 'serial'; options: SerialOptions }
+  | { name: 'growing'; options: GrowingOptions }
   | { name: 'remote'; options: RemoteOptions }
 
 /**
@@ -51,11 +72,21 @@ export type ProfileSpec =
  * on a real node of this kind (0.46–0.48×; 5 × 4 beat 44 × 8 by 1.8×).
  */
 export const defaultSerialOptions: SerialOptions = { requestMs: 2.5, callMs: 0.05, msPerMiB: 1.8, quadraticMsPerMiB2: 0.3, contention: 0.04 }
+/**
+ * The cheapest batch on it is √(requestMs / perCallPerCallMs) ≈ 22 calls,
+ * whatever their size: 200 receipts in one batch cost the node ~3× what
+ * the same receipts cost 20 at a time (0.45 vs 0.14 ms a call), blocks of
+ * 0.35 MiB little more at 30 than at 20 (0.77 vs 0.74 ms a block).
+ */
+export const defaultGrowingOptions: GrowingOptions = { requestMs: 1, callMs: 0.05, perCallPerCallMs: 0.002, msPerMiB: 1.8, contention: 0.04 }
 export const defaultRemoteOptions: RemoteOptions = { latencyMs: 50, maxInFlight: 8, retryAfterSeconds: 1 }
+export const defaultCappedOptions: RemoteOptions = { latencyMs: 120, maxInFlight: 4, retryAfterSeconds: 1 }
 
 export function profileSpec(name: ProfileName, overrides: Record<string, number> = {}): ProfileSpec {
   if (name === 'fast') return { name }
   if (name === 'serial') return { name, options: { ...defaultSerialOptions, ...overrides } }
+  if (name === 'growing') return { name, options: { ...defaultGrowingOptions, ...overrides } }
+  if (name === 'capped') return { name: 'remote', options: { ...defaultCappedOptions, ...overrides } }
   return { name, options: { ...defaultRemoteOptions, ...overrides } }
 }
 
@@ -95,8 +126,16 @@ export function serialWorkMs(options: SerialOptions, work: AnswerWork): number {
   return ms + options.quadraticMsPerMiB2 * answerMiB * answerMiB
 }
 
+/** The growing node's cost of one answer, in ms of its one thread when nothing else is in flight. */
+export function growingWorkMs(options: GrowingOptions, work: AnswerWork): number {
+  const calls = work.callBytes.length
+  let ms = options.requestMs
+  for (const bytes of work.callBytes) ms += options.callMs + options.perCallPerCallMs * calls + (options.msPerMiB * bytes) / MiB
+  return ms
+}
+
 /** Share of its thread the serial node gets through with `held` requests in flight. */
-export function serialCapacity(options: SerialOptions, held: number): number {
+export function serialCapacity(options: { contention: number }, held: number): number {
   return 1 / (1 + options.contention * Math.max(0, held - 1))
 }
 
@@ -149,7 +188,12 @@ type Job = { remainingMs: number; send: () => void }
  * passed, so the node's throughput is the model's whatever the event loop
  * was doing meanwhile.
  */
-function createSerialProfile(options: SerialOptions, now: () => number = () => performance.now()): NodeProfile {
+function createOneThreadProfile(
+  spec: Extract<ProfileSpec, { name: 'serial' | 'growing' }>,
+  workMs: (work: AnswerWork) => number,
+  now: () => number = () => performance.now(),
+): NodeProfile {
+  const options = spec.options
   const jobs: Job[] = []
   let lastAdvance = now()
   let timer: NodeJS.Timeout | undefined
@@ -187,11 +231,11 @@ function createSerialProfile(options: SerialOptions, now: () => number = () => p
   }
 
   return {
-    spec: { name: 'serial', options },
+    spec,
     admit: () => undefined,
     answer(work, send) {
       advance()
-      jobs.push({ remainingMs: serialWorkMs(options, work), send })
+      jobs.push({ remainingMs: workMs(work), send })
       stats.maxInFlight = Math.max(stats.maxInFlight, jobs.length)
       scheduleNext()
     },
@@ -209,7 +253,8 @@ function createSerialProfile(options: SerialOptions, now: () => number = () => p
 
 /** `now` is the clock the serial node's thread runs on (a test passes a fake one). */
 export function createNodeProfile(spec: ProfileSpec, now?: () => number): NodeProfile {
-  if (spec.name === 'serial') return createSerialProfile(spec.options, now)
+  if (spec.name === 'serial') return createOneThreadProfile(spec, (work) => serialWorkMs(spec.options, work), now)
+  if (spec.name === 'growing') return createOneThreadProfile(spec, (work) => growingWorkMs(spec.options, work), now)
   if (spec.name === 'remote') return createRemoteProfile(spec.options)
   return createFastProfile()
 }

@@ -15,6 +15,14 @@ import { median } from './stats.js'
  * best few fetching the whole chain, the fastest of them kept); then each
  * round measures the pipeline on its defaults and that floor, alternating
  * which goes first, plus the indexer's RPC client alone as a diagnostic.
+ *
+ * On a sparse chain the floor is the plain client that produces the same
+ * answer: every block plus the candidates' receipts (floor.ts,
+ * `candidates`); the blocks-only client, today's figure before issue 41,
+ * is swept and measured beside it as a reference. A dense chain's floor
+ * asks every block's receipts. Each round also reads what the node spent
+ * (its process's CPU, plus a modelled thread's busy time on the one-thread
+ * profiles) serving the daemon's backfill and one pass of the floor.
  */
 export type CaseSpec = {
   label: string
@@ -32,7 +40,15 @@ export type CaseSpec = {
 }
 
 type NodeCost = { seconds: number; modelledBusySeconds: number }
-type Round = { floor: FloorResult; floorNode: NodeCost; rpcClient: FloorResult; pipeline: PipelineRun; ratio: number }
+type Round = {
+  floor: FloorResult
+  floorNode: NodeCost
+  /** The blocks-only plain client at its own best point (sparse chains), with its node cost. */
+  reference: { floor: FloorResult; node: NodeCost } | undefined
+  rpcClient: FloorResult
+  pipeline: PipelineRun
+  ratio: number
+}
 
 const MiB = 2 ** 20
 const perSecond = (count: number, ms: number) => (count / ms) * 1000
@@ -69,25 +85,42 @@ function printSweep(label: string, sweep: Sweep, sampleBlocks: number): void {
 export async function measureCase(replay: ReplayProcess, truth: ChainTruth, spec: CaseSpec) {
   await replay.setProfile(spec.profile)
   await replay.release({ head: truth.lastBlock })
+  // a sparse chain's fair floor asks the candidates' receipts; blocks alone are its reference
+  const candidates = !spec.receipts
   const sweepStarted = performance.now()
-  const sweep = await sweepFloor({
-    url: replay.url,
-    from: 1,
-    to: truth.lastBlock,
-    sampleBlocks: spec.sampleBlocks,
-    batchSizes: spec.batchSizes,
-    concurrencies: spec.concurrencies,
-    finalists: spec.finalists,
-    receipts: spec.receipts,
-  })
-  printSweep(spec.label, sweep, spec.sampleBlocks)
+  const sweepOf = (withCandidates: boolean) =>
+    sweepFloor({
+      url: replay.url,
+      from: 1,
+      to: truth.lastBlock,
+      sampleBlocks: spec.sampleBlocks,
+      batchSizes: spec.batchSizes,
+      concurrencies: spec.concurrencies,
+      finalists: spec.finalists,
+      receipts: spec.receipts,
+      candidates: withCandidates,
+    })
+  const sweep = await sweepOf(candidates)
+  printSweep(`${spec.label}${candidates ? ' (blocks + candidates\' receipts)' : ''}`, sweep, spec.sampleBlocks)
+  const referenceSweep = candidates ? await sweepOf(false) : undefined
+  if (referenceSweep) printSweep(`${spec.label} (blocks only, reference)`, referenceSweep, spec.sampleBlocks)
   process.stdout.write(`${spec.label}: sweep took ${fmt((performance.now() - sweepStarted) / 1000, 1)} s\n`)
-  const floor = async (client: 'raw' | 'indexer-rpc') => {
+  const floorAt = async (at: Sweep, client: 'raw' | 'indexer-rpc', withCandidates: boolean) => {
     await replay.release({ head: truth.lastBlock })
     return floorWithNodeCost(replay, () =>
-      measureFloor({ url: replay.url, from: 1, to: truth.lastBlock, batchSize: sweep.batchSize, concurrency: sweep.concurrency, client, receipts: spec.receipts }),
+      measureFloor({
+        url: replay.url,
+        from: 1,
+        to: truth.lastBlock,
+        batchSize: at.batchSize,
+        concurrency: at.concurrency,
+        client,
+        receipts: spec.receipts,
+        candidates: withCandidates,
+      }),
     )
   }
+  const floor = (client: 'raw' | 'indexer-rpc') => floorAt(sweep, client, client === 'raw' && candidates)
   const rounds: Round[] = []
   for (let round = 0; round < spec.reps; round++) {
     const pipeline = () =>
@@ -109,8 +142,17 @@ export async function measureCase(replay: ReplayProcess, truth: ChainTruth, spec
         `${pipelineRun.transport.blockBatchSize ?? '?'}, ${pipelineRun.transport.concurrencyLimit ?? '?'} allowed in flight), ` +
         `floor ${fmt(floorTx)} tx/s, ratio ${ratio(pipelineTx / floorTx)}\n`,
     )
+    const reference = referenceSweep ? await floorAt(referenceSweep, 'raw', false) : undefined
+    if (reference) {
+      const referenceTx = perSecond(reference.floor.transactions, reference.floor.ms)
+      process.stdout.write(`${spec.label} round ${round + 1}: blocks-only reference ${fmt(referenceTx)} tx/s, ratio ${ratio(pipelineTx / referenceTx)}\n`)
+    }
+    process.stdout.write(
+      `${spec.label} round ${round + 1}: node CPU s (process + modelled thread): daemon's backfill ${fmt(nodeSecondsOf(pipelineRun), 2)}, ` +
+        `one pass of the floor ${fmt(floorRun.node.seconds, 2)}${floorRun.floor.receipts > 0 ? ` (${fmt(floorRun.floor.receipts)} receipts)` : ''}\n`,
+    )
     const rpcClient = (await floor('indexer-rpc')).floor
-    rounds.push({ floor: floorRun.floor, floorNode: floorRun.node, rpcClient, pipeline: pipelineRun, ratio: pipelineTx / floorTx })
+    rounds.push({ floor: floorRun.floor, floorNode: floorRun.node, reference, rpcClient, pipeline: pipelineRun, ratio: pipelineTx / floorTx })
   }
   return summarise(spec, truth, sweep, rounds)
 }
@@ -122,6 +164,21 @@ function summarise(spec: CaseSpec, truth: ChainTruth, sweep: Sweep, rounds: Roun
   const floorTx = medianOf((r) => perSecond(r.floor.transactions, r.floor.ms))
   const rpcClientTx = medianOf((r) => perSecond(r.rpcClient.transactions, r.rpcClient.ms))
   const medianRatio = medianOf((r) => r.ratio)
+  const reference = rounds[0]?.reference
+    ? {
+        txPerSecond: medianOf((r) => perSecond(r.reference!.floor.transactions, r.reference!.floor.ms)),
+        ratio: medianOf((r) => perSecond(r.pipeline.transactions, r.pipeline.ms) / perSecond(r.reference!.floor.transactions, r.reference!.floor.ms)),
+        point: { batchSize: rounds[0].reference.floor.batchSize, concurrency: rounds[0].reference.floor.concurrency },
+        nodeSeconds: medianOf((r) => r.reference!.node.seconds),
+      }
+    : undefined
+  /** What the node spent, s (its process's CPU plus a modelled thread's busy time): the daemon's backfill, one pass of the floor. */
+  const nodeSeconds = {
+    daemon: medianOf((r) => nodeSecondsOf(r.pipeline)),
+    daemonProcess: medianOf((r) => r.pipeline.nodeCost.processCpuSeconds),
+    floor: medianOf((r) => r.floorNode.seconds),
+    floorProcess: medianOf((r) => r.floorNode.seconds - r.floorNode.modelledBusySeconds),
+  }
   const settled = {
     blockBatchSize: medianOf((r) => r.pipeline.transport.blockBatchSize ?? Number.NaN),
     concurrencyLimit: medianOf((r) => r.pipeline.transport.concurrencyLimit ?? Number.NaN),
@@ -143,6 +200,7 @@ function summarise(spec: CaseSpec, truth: ChainTruth, sweep: Sweep, rounds: Roun
   const floorClientCpu = medianOf((r) => r.floor.clientCpuSeconds)
   const peakRss = Math.max(...rounds.map((r) => r.pipeline.peakRssBytes))
   const allEqual = rounds.every((r) => r.pipeline.verification.equal)
+  const modelled = spec.profile.name === 'serial' || spec.profile.name === 'growing'
   const microsPerRow = (seconds: number) => (truth.attributionRows > 0 ? fmt((seconds * 1e6) / truth.attributionRows, 1) : '—')
   printTable(
     `${spec.label}: ${fmt(transactions)} transactions, ${fmt(truth.attributionRows)} attribution rows, node profile ${spec.profile.name}, median of ${spec.reps}`,
@@ -155,11 +213,14 @@ function summarise(spec: CaseSpec, truth: ChainTruth, sweep: Sweep, rounds: Roun
         `settled at block batch ${settled.blockBatchSize}, ${settled.concurrencyLimit} allowed / ${settled.inFlight} in flight; peak RSS ${fmt(peakRss / MiB)} MiB`,
       ],
       [
-        `floor: raw HTTP client + JSON.parse${spec.receipts ? ' (blocks + block receipts)' : ''} at its best point`,
+        `floor: raw HTTP client + JSON.parse${spec.receipts ? ' (blocks + block receipts)' : " (blocks + the candidates' receipts)"} at its best point`,
         fmt(floorTx),
         fmt(medianOf((r) => r.floor.ms) / 1000, 2),
-        `batch ${sweep.batchSize}, ${sweep.concurrency} in flight`,
+        `batch ${sweep.batchSize}, ${sweep.concurrency} in flight${rounds[0]?.floor.receipts ? `; ${fmt(rounds[0].floor.receipts)} receipts` : ''}`,
       ],
+      ...(reference
+        ? [['reference: the same client, blocks only, at its own best point', fmt(reference.txPerSecond), '', `batch ${reference.point.batchSize}, ${reference.point.concurrency} in flight; pipeline / it ${ratio(reference.ratio)}`]]
+        : []),
       ["same blocks through the indexer's RPC client (diagnostic)", fmt(rpcClientTx), fmt(medianOf((r) => r.rpcClient.ms) / 1000, 2), 'transport + scanner, no receipts, queue or database'],
       ['ratio pipeline / floor (median of per-round ratios)', ratio(medianRatio), '', rounds.map((r) => ratio(r.ratio)).join(' ')],
     ],
@@ -176,8 +237,9 @@ function summarise(spec: CaseSpec, truth: ChainTruth, sweep: Sweep, rounds: Roun
       ['bench (progress polls)', fmt(cpu.bench, 2), fmt(perMillion(cpu.bench, transactions), 2), microsPerRow(cpu.bench)],
       [`all of them, of the machine's ${availableParallelism()} cores`, fmt(machineSeconds, 2), '', '', `${fmt((100 * machineSeconds) / cpu.windowSeconds / availableParallelism())}%`],
       ["the floor's client (this process, its run: requests and JSON.parse)", fmt(floorClientCpu, 2), fmt(perMillion(floorClientCpu, transactions), 2), microsPerRow(floorClientCpu)],
-      [`node cost, daemon's requests${spec.profile.name === 'serial' ? ' (incl. modelled thread)' : ''}`, '', fmt(nodePerMillion.daemon, 2), ''],
-      [`node cost, the floor's requests${spec.profile.name === 'serial' ? ' (incl. modelled thread)' : ''}`, '', fmt(nodePerMillion.floor, 2), ''],
+      [`node cost, daemon's backfill (process CPU${modelled ? ' + modelled thread' : ''})`, fmt(nodeSeconds.daemon, 2), fmt(nodePerMillion.daemon, 2), '', modelled ? `process ${fmt(nodeSeconds.daemonProcess, 2)}` : ''],
+      [`node cost, one pass of the floor (process CPU${modelled ? ' + modelled thread' : ''})`, fmt(nodeSeconds.floor, 2), fmt(nodePerMillion.floor, 2), '', modelled ? `process ${fmt(nodeSeconds.floorProcess, 2)}` : ''],
+      ...(reference ? [['node cost, one pass of the blocks-only reference', fmt(reference.nodeSeconds, 2), fmt(perMillion(reference.nodeSeconds, transactions), 2), '', '']] : []),
     ],
   )
   // a backfill that indexes wrong totals is broken, whatever its speed: the bench fails
@@ -197,6 +259,8 @@ function summarise(spec: CaseSpec, truth: ChainTruth, sweep: Sweep, rounds: Roun
     settled,
     cpuSeconds: cpu,
     nodeCpuSecondsPerMillionTx: nodePerMillion,
+    nodeSeconds,
+    reference,
     peakRssMiB: peakRss / MiB,
     verified: allEqual,
     rounds: rounds.map((r) => ({
@@ -210,6 +274,8 @@ function summarise(spec: CaseSpec, truth: ChainTruth, sweep: Sweep, rounds: Roun
       cpu: r.pipeline.cpu,
       nodeCost: r.pipeline.nodeCost,
       floorNode: r.floorNode,
+      floorReceipts: r.floor.receipts,
+      reference: r.reference && { ms: r.reference.floor.ms, node: r.reference.node },
       profileWindow: r.pipeline.profileWindow,
     })),
   }

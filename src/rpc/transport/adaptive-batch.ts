@@ -1,4 +1,5 @@
 import { createBatchCaps } from './batch-caps.js'
+import { createBatchLengths } from './batch-length.js'
 
 /**
  * How many calls go into one JSON-RPC batch, per node.
@@ -16,6 +17,11 @@ import { createBatchCaps } from './batch-caps.js'
  * answers in flight may carry as many bytes as the most would: on a node
  * that answers late, each request is a round trip, and more bytes per
  * request is the only way left to more throughput.
+ *
+ * Bytes only bound a batch. The calls that do not pace the operating point
+ * (receipts and the like, light beside full blocks) get their length from
+ * what the node delivers: batch-length.ts climbs it per method by the calls
+ * per second answered, within the byte budget and the caps above.
  */
 export type BatchSizerOptions = {
   /** The most calls per batch, and where it starts. */
@@ -40,6 +46,8 @@ export function createBatchSizer(options: BatchSizerOptions) {
   const bytesPerCall = new Map<string, number>()
   /** Per method, caps learned from batches that broke without naming a limit or timed out whole (batch-caps.ts). */
   const caps = createBatchCaps()
+  /** Per method not pacing the operating point, the length the node answers fastest (batch-length.ts). */
+  const lengths = createBatchLengths()
 
   const ceiling = () => Math.min(options.maxSize, nodeCap)
 
@@ -51,11 +59,17 @@ export function createBatchSizer(options: BatchSizerOptions) {
 
   /**
    * Calls to put in the next batch of `method`. The searched size counts the
-   * heaviest calls (full blocks); a lighter method's batch carries as many
-   * bytes, so a range's receipts take one request rather than one per
-   * size's worth of calls: on a remote node every request costs a round trip.
+   * heaviest calls (full blocks); a lighter method's batch may carry as many
+   * bytes (on a remote node every request costs a round trip), and within
+   * that its length is the one the node answers fastest (batch-length.ts).
    */
   function sizeFor(method: string): number {
+    const most = mostFor(method)
+    return lengths.tracks(method) ? lengths.lengthFor(method, most) : most
+  }
+
+  /** The most calls a batch of `method` may carry: the byte budget, the searched size, the node's caps. */
+  function mostFor(method: string): number {
     const perCall = bytesPerCall.get(method)
     if (perCall === undefined) return Math.max(1, Math.min(size, caps.capFor(method)))
     const budget = Math.min(batchBytes(), size * Math.max(...bytesPerCall.values()))
@@ -118,6 +132,14 @@ export function createBatchSizer(options: BatchSizerOptions) {
     /** A batch may carry `times` × maxBytes (at least once it): the node caps requests in flight at 1/`times` of the most. */
     setShare(times: number) {
       share = Math.max(1, times)
+    },
+    /** `count` calls of `method`, which does not pace the operating point, are asked at once: its batches' length is measured (batch-length.ts). */
+    asked: (method: string, count: number) => lengths.asked(method, count),
+    /** A request of `method` goes out at `now`: a tag for its answer, or undefined when its length is not measured. */
+    sent: (method: string, now: number) => (lengths.tracks(method) ? lengths.sent(method, now) : undefined),
+    /** The request tagged `tag` answered at `now`, `calls` of its calls served (undefined: none, it failed). */
+    answered: (method: string, tag: number | undefined, calls: number | undefined, now: number) => {
+      if (tag !== undefined) lengths.answered(method, tag, calls, now)
     },
     /** Whether an answer of `method` has told its size per call yet. */
     knowsBytes: (method: string) => bytesPerCall.has(method),

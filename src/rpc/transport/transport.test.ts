@@ -160,11 +160,12 @@ describe('batches are cut when their request goes out', () => {
     const params = Array.from({ length: 81 }, (_, i) => [String(i)])
     const results = await transport.callMany({ method: 'eth_x', params, readResult: (result: unknown) => result as number })
     expect(results).toEqual(Array.from({ length: 81 }, (_, i) => i))
-    // the single call that sizes the rest, one batch of 20 refused, then every call in batches of 5 (80 calls: 16)
+    // the single call that sizes the rest, one batch of 20 refused, then every call in batches of at most 5
+    // (of 5 until the length search, batch-length.ts, tries a shorter one)
     expect(lengths[0]).toBe(1)
     expect(lengths.filter((length) => length > 5)).toEqual([20])
-    expect(lengths.slice(2).every((length) => length === 5)).toBe(true)
-    expect(lengths.length).toBe(2 + 16)
+    expect(lengths.slice(2).every((length) => length <= 5)).toBe(true)
+    expect(lengths.slice(2).filter((length) => length === 5).length).toBeGreaterThanOrEqual(12)
   })
 })
 
@@ -205,8 +206,10 @@ describe('a node that caps the requests in flight', () => {
     expect(results.flat()).toEqual(new Array(160).fill(BLOCK_BYTES))
     expect(refused).toBeGreaterThan(0)
     expect(transport.operatingPoint.mostInFlight).toBe(2)
-    // before the refusal at most 10 blocks a request; after it 20, never more
-    expect(Math.max(...lengths)).toBe(20)
-    expect(transport.batchSize('eth_getBlockByNumber')).toBe(20)
+    // before the refusal at most 10 blocks a request; after it more (20, or shorter where the length search,
+    // batch-length.ts, tries one), never more than 20
+    expect(Math.max(...lengths)).toBeGreaterThan(10)
+    expect(Math.max(...lengths)).toBeLessThanOrEqual(20)
+    expect(transport.batchSize('eth_getBlockByNumber')).toBeLessThanOrEqual(20)
   })
 })

@@ -160,23 +160,32 @@ export function createTransport(options: TransportOptions) {
   /** The request for the calls at `positions`, sent under the point `epoch`, and its answer read. */
   async function exchange<T>(spec: CallSpec<T>, positions: readonly number[], epoch: number): Promise<Answered<T>> {
     let answer: HttpAnswer
+    const key = spec.sizeKey ?? spec.method
+    // the round trip of a method sized by delivery (batch-length.ts): the node's time, not this process's reading
+    const tag = spec.paced ? undefined : sizer.sent(key, performance.now())
     try {
       answer = await http.post(options.url, requestBody(spec.method, spec.params, positions), options.timeoutMs, buffers)
     } catch (error) {
+      sizer.answered(key, tag, undefined, performance.now())
       if (error instanceof RpcTimeoutError) return allFailed(positions, new RpcFailure('timeout', error.message))
       if (error instanceof RpcNetworkError) return allFailed(positions, new RpcFailure('network', error.message))
       if (error instanceof AnswerTooLargeError) return allFailed(positions, new RpcFailure('response_too_large', error.message))
       if (error instanceof UnreadableFramingError) return allFailed(positions, new RpcFailure('unsupported_framing', error.message))
       throw error
     }
+    const answeredAt = performance.now()
+    let served = 0
     try {
       const answered = readAnswer(spec, positions, answer)
+      served = answered.done.length
       if (answered.done.length > 0) {
         reactions.answered()
         if (spec.paced) pacing.measure(epoch, answered.done.length, answer.body.length)
       }
       return answered
     } finally {
+      // a refusal or a failure counts no calls but its time: what a length costs includes the retries it needs
+      sizer.answered(key, tag, served > 0 ? served : undefined, answeredAt)
       answer.release()
     }
   }
