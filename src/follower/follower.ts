@@ -4,7 +4,7 @@ import type { Logger } from '../logger.js'
 import type { IndexerMetrics } from '../metrics/indexer.js'
 import type { RangeQueue } from '../pipeline/queue.js'
 import type { Rpc } from '../rpc/client.js'
-import { createRangeCutter } from './cut-ranges.js'
+import { createRangeCutter, type Cut } from './cut-ranges.js'
 import { createTicker, targetOf, trackHead, watchNewHeads } from './head.js'
 import { assertLockHeld, tryAcquireChainLock, type ChainLock } from './lock.js'
 import { createProgressReporter, type EndpointPoint } from './progress.js'
@@ -67,6 +67,8 @@ export function createFollower(options: FollowerOptions) {
     let lastSweep = 0
     let lastPrune = Date.now()
     while (!stopped) {
+      const wokenMsAgo = ticker.takeWake()
+      const tickStartedAt = performance.now()
       await assertLockHeld(lock, chainId)
       let head: number
       try {
@@ -78,15 +80,28 @@ export function createFollower(options: FollowerOptions) {
         await ticker.wait()
         continue
       }
+      const headReadAt = performance.now()
       const target = targetOf(head, chain.confirmations)
       let moreToCut = false
       try {
         const nodeHasOurTip = await reconcile(lock.sql, head)
+        const reconciledAt = performance.now()
         if (Date.now() - lastSweep > SWEEP_INTERVAL_MS) {
           await sweepQueue(lock)
           lastSweep = Date.now()
         }
-        if (nodeHasOurTip) moreToCut = await cutRanges(lock, target)
+        if (nodeHasOurTip) {
+          const cut = await cutRanges(lock, target)
+          moreToCut = cut.more
+          if (metrics && isAtTheHead(cut, options.rangeSize)) {
+            metrics.liveStage(chainId, 'head', headReadAt - tickStartedAt)
+            metrics.liveStage(chainId, 'reconcile', reconciledAt - headReadAt)
+            metrics.liveStage(chainId, 'cut', cut.cutMs)
+            metrics.liveStage(chainId, 'enqueue', cut.enqueueMs)
+            metrics.liveStage(chainId, 'follower', performance.now() - tickStartedAt)
+            if (wokenMsAgo !== undefined) metrics.liveStage(chainId, 'wake', wokenMsAgo)
+          }
+        }
         if (Date.now() - lastPrune > PRUNE_INTERVAL_MS) {
           await prune(lock.sql, chainId, chain.confirmations)
           lastPrune = Date.now()
@@ -136,6 +151,10 @@ export function createFollower(options: FollowerOptions) {
     },
   }
 }
+
+/** A cut of fewer blocks than a range holds, nothing left to cut: ranges at the head, whose stages the live metrics time. */
+export const isAtTheHead = (cut: Cut, rangeSize: number) =>
+  cut.jobs.length > 0 && !cut.more && cut.jobs.at(-1)!.toBlock - cut.jobs[0]!.fromBlock + 1 < rangeSize
 
 /** Errors of the database or of the lock's session: the follower lets go of the lock and takes it again. */
 export function isDatabaseError(error: unknown): boolean {

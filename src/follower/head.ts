@@ -28,12 +28,18 @@ export async function trackHead({ sql, rpc, chainId, metrics }: { sql: Sql; rpc:
 
 /**
  * The wait between two ticks: `intervalMs`, cut short by `wake()` (a new
- * head). A wake while no wait is under way is a no-op.
+ * head). A wake while no wait is under way (the follower is in a tick) ends
+ * the next wait at once: the head pushed may have come after the tick read
+ * its own, and would otherwise wait a whole interval (POLL_INTERVAL_MS) or
+ * the next push.
  */
 export function createTicker(intervalMs: number) {
   let wake: (() => void) | undefined
+  // the first wake not yet answered by a tick (performance.now()), for the `wake` stage
+  let wokenAt: number | undefined
   return {
     async wait() {
+      if (wokenAt !== undefined) return
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, intervalMs)
         wake = () => {
@@ -44,7 +50,14 @@ export function createTicker(intervalMs: number) {
       wake = undefined
     },
     wake() {
+      wokenAt ??= performance.now()
       wake?.()
+    },
+    /** How long ago the wake this tick answers came (ms); undefined when the tick was not woken. Clears it. */
+    takeWake(): number | undefined {
+      const at = wokenAt
+      wokenAt = undefined
+      return at === undefined ? undefined : performance.now() - at
     },
   }
 }
