@@ -79,11 +79,11 @@ export function createRangeCutter(options: {
 
   return async function cutRanges(lock: ChainLock, target: number): Promise<Cut> {
     const startedAt = performance.now()
-    const pending = await countPending(lock.sql, chainId)
+    // both reads in one round trip (pipelined on the lock's session): at the head each tick cuts, so the tip is read anyway
+    const [pending, tip] = await Promise.all([countPending(lock.sql, chainId), lastRange(lock.sql, chainId)])
     metrics?.pendingRanges(chainId, pending)
     const room = roomFor(pending, options.maxPendingRanges)
     if (room <= 0) return NOTHING_CUT
-    const tip = await lastRange(lock.sql, chainId)
     const next = tip ? tip.toBlock + 1 : options.startBlock
     if (next > target) return NOTHING_CUT
 

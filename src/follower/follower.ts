@@ -69,11 +69,15 @@ export function createFollower(options: FollowerOptions) {
     while (!stopped) {
       const wokenMsAgo = ticker.takeWake()
       const tickStartedAt = performance.now()
-      await assertLockHeld(lock, chainId)
+      // the lock's check and the head's read and record go side by side (other connections, the node): a block
+      // at the head waits for the longest, not the sum
+      const lockHeld = assertLockHeld(lock, chainId)
       let head: number
       try {
         head = await trackHead({ sql: db.$client, rpc, chainId, metrics })
+        await lockHeld
       } catch (error) {
+        await lockHeld
         if (isDatabaseError(error)) throw error
         metrics?.rpcError(chainId)
         logger.warn({ err: (error as Error).message }, 'could not read the head; retrying')
@@ -128,6 +132,7 @@ export function createFollower(options: FollowerOptions) {
           await sleep(Math.max(chain.pollIntervalMs, 1_000))
           continue
         }
+        reconcile.lockTaken()
         await sweepQueue(lock)
         await followWhileLocked(lock)
       } catch (error) {

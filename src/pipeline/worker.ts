@@ -83,6 +83,12 @@ type ProcessOptions = Omit<RangeWorkerOptions, 'connection' | 'prefix' | 'concur
   limitBlockFetches?: <T>(fetch: () => Promise<T>) => Promise<T>
   /** The aggregate stage; by default the range's own statement. */
   commit?: (result: RangeResult) => Promise<CommitOutcome>
+  /**
+   * A range at the head (fewer blocks than RANGE_SIZE): it is almost always pending, so that check goes
+   * alongside its fetch rather than before it, and its commit path is decided without waiting for the node
+   * (finality.ts isFinalNow): a block at the head waits for neither round trip (issue 40.3).
+   */
+  atTheHead?: boolean
   /** Told how long each stage took (ms), for a range at the head (metrics/live-stages.ts). */
   stage?: (stage: 'fetch' | 'resolve' | 'finality', ms: number) => void
 }
@@ -97,8 +103,10 @@ export async function processRange(job: RangeJob, options: ProcessOptions): Prom
     options.stage?.(stage, now - stageStartedAt)
     stageStartedAt = now
   }
-  // skip the RPC work for a range already indexed or replaced by a reorg
-  if (!(await isRangePending(db.$client, job))) return { outcome: 'stale', txCount: 0, inserted: 0 }
+  // skip the RPC work for a range already indexed or replaced by a reorg (at the head: skip its commit)
+  const pendingCheck = isRangePending(db.$client, job)
+  if (options.atTheHead) pendingCheck.catch(() => {})
+  else if (!(await pendingCheck)) return { outcome: 'stale', txCount: 0, inserted: 0 }
 
   let fetched: FetchedRange
   try {
@@ -117,10 +125,11 @@ export async function processRange(job: RangeJob, options: ProcessOptions): Prom
     }
     throw error
   }
+  if (options.atTheHead && !(await pendingCheck)) return { outcome: 'stale', txCount: 0, inserted: 0 }
   stageEnded('fetch')
   const rows = await resolveRows(fetched, resolver)
   stageEnded('resolve')
-  const final = (await chain.finality?.isFinal(job.toBlock)) ?? false
+  const final = (await (options.atTheHead ? chain.finality?.isFinalNow(job.toBlock) : chain.finality?.isFinal(job.toBlock))) ?? false
   stageEnded('finality')
   const commit = options.commit ?? ((result: RangeResult) => commitRange(db, result))
   const { committed, inserted } = await commit({
@@ -147,6 +156,9 @@ async function splitDenseRange(job: RangeJob, dense: RangeTooDenseError, options
   return { outcome: 'split', txCount: 0, inserted: 0 }
 }
 
+/** Fewer blocks than RANGE_SIZE: the follower cuts such a range only at the head (or a dense range was split). */
+const isAtTheHead = (job: RangeJob, rangeSize: number) => job.toBlock - job.fromBlock + 1 < rangeSize
+
 /**
  * The stages of a range at the head (fewer blocks than RANGE_SIZE: the
  * follower cuts those only at the head) as the live metrics time them
@@ -156,8 +168,8 @@ async function splitDenseRange(job: RangeJob, dense: RangeTooDenseError, options
  */
 function liveStagesOf(job: Job<RangeJob>, options: Pick<RangeWorkerOptions, 'metrics' | 'rangeSize'>) {
   const { metrics } = options
-  const { chainId, fromBlock, toBlock } = job.data
-  if (!metrics || toBlock - fromBlock + 1 >= options.rangeSize) return undefined
+  const { chainId } = job.data
+  if (!metrics || !isAtTheHead(job.data, options.rangeSize)) return undefined
   if (job.processedOn !== undefined) metrics.liveStage(chainId, 'queued', job.processedOn - job.timestamp)
   return {
     stage: (stage: LiveStage, ms: number) => metrics.liveStage(chainId, stage, ms),
@@ -213,6 +225,7 @@ export function createRangeWorker(options: RangeWorkerOptions) {
           commit: (result) => commits.commit(result, live?.commitTimes),
           enqueue: (pieces) => enqueueRanges(options.queue, pieces),
           oneHeavyBlockAtATime,
+          atTheHead: isAtTheHead(job.data, options.rangeSize),
           ...(live && { stage: live.stage }),
         })
         if (outcome.outcome === 'indexed') live?.done()
