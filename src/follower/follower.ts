@@ -14,6 +14,8 @@ import { sweep } from './sweep.js'
 
 const SWEEP_INTERVAL_MS = 15_000
 const PRUNE_INTERVAL_MS = 60_000
+/** Longest between two progress reports while following the head (every tick while backfilling). */
+const PROGRESS_INTERVAL_MS = 250
 
 export type FollowedChain = {
   chainId: number
@@ -66,6 +68,7 @@ export function createFollower(options: FollowerOptions) {
     logger.info('follower lock acquired; following')
     let lastSweep = 0
     let lastPrune = Date.now()
+    let lastProgress = 0
     while (!stopped) {
       const wokenMsAgo = ticker.takeWake()
       const tickStartedAt = performance.now()
@@ -73,8 +76,9 @@ export function createFollower(options: FollowerOptions) {
       // at the head waits for the longest, not the sum
       const lockHeld = assertLockHeld(lock, chainId)
       let head: number
+      let headRecorded: Promise<void>
       try {
-        head = await trackHead({ sql: db.$client, rpc, chainId, metrics })
+        ;({ number: head, recorded: headRecorded } = await trackHead({ sql: db.$client, rpc, chainId, metrics }))
         await lockHeld
       } catch (error) {
         await lockHeld
@@ -106,11 +110,17 @@ export function createFollower(options: FollowerOptions) {
             if (wokenMsAgo !== undefined) metrics.liveStage(chainId, 'wake', wokenMsAgo)
           }
         }
+        await headRecorded
         if (Date.now() - lastPrune > PRUNE_INTERVAL_MS) {
           await prune(lock.sql, chainId, chain.confirmations)
           lastPrune = Date.now()
         }
-        await progress.report(lock.sql, target)
+        // at the head a tick comes with each block: the progress (a read of the checkpoint) is taken a few times a
+        // second, not before every next block's tick
+        if (moreToCut || Date.now() - lastProgress >= PROGRESS_INTERVAL_MS) {
+          await progress.report(lock.sql, target)
+          lastProgress = Date.now()
+        }
       } catch (error) {
         if (isDatabaseError(error)) throw error
         metrics?.rpcError(chainId)

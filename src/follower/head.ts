@@ -17,13 +17,20 @@ export function latestHeader(rpc: Pick<Rpc, 'latestHeader'>): Promise<RawHeader>
 /** Head minus the confirmation depth: the highest block indexed. */
 export const targetOf = (head: number, confirmations: number) => head - confirmations
 
-/** Reads the node's head, records it (`chain_state`, the head gauge) and returns its number. */
+/**
+ * Reads the node's head (the head gauge follows it) and starts recording it
+ * in `chain_state`: the record goes alongside the rest of the tick, which
+ * needs only the number; `recorded` settles when it is written (a database
+ * error is the tick's to throw).
+ */
 export async function trackHead({ sql, rpc, chainId, metrics }: { sql: Sql; rpc: Pick<Rpc, 'latestHeader'>; chainId: number; metrics?: IndexerMetrics | undefined }) {
   const header = await latestHeader(rpc)
   const number = Number.parseInt(header.number, 16)
-  await recordHead(sql, chainId, number, header.hash)
   metrics?.head(chainId, number)
-  return number
+  const recorded = recordHead(sql, chainId, number, header.hash)
+  // awaited by the tick; never an unhandled rejection meanwhile
+  recorded.catch(() => {})
+  return { number, recorded }
 }
 
 /**
