@@ -57,6 +57,11 @@ export async function parentHashOf(rpc: Pick<Rpc, 'header'>, block: number): Pro
   return header?.hash
 }
 
+/** What one call of the cutter did: whether more could be cut at once, the jobs it cut, and how long cutting and enqueueing took (ms). */
+export type Cut = { more: boolean; jobs: readonly RangeJob[]; cutMs: number; enqueueMs: number }
+
+const NOTHING_CUT: Cut = { more: false, jobs: [], cutMs: 0, enqueueMs: 0 }
+
 /**
  * Cuts new ranges up to the target into `ranges` and enqueues them, unless
  * too many wait already (backpressure).
@@ -72,23 +77,24 @@ export function createRangeCutter(options: {
 }) {
   const { chainId, rpc, queue, metrics } = options
 
-  /** Returns true when more could be cut right away. */
-  return async function cutRanges(lock: ChainLock, target: number): Promise<boolean> {
-    const pending = await countPending(lock.sql, chainId)
+  return async function cutRanges(lock: ChainLock, target: number): Promise<Cut> {
+    const startedAt = performance.now()
+    // both reads in one round trip (pipelined on the lock's session): at the head each tick cuts, so the tip is read anyway
+    const [pending, tip] = await Promise.all([countPending(lock.sql, chainId), lastRange(lock.sql, chainId)])
     metrics?.pendingRanges(chainId, pending)
     const room = roomFor(pending, options.maxPendingRanges)
-    if (room <= 0) return false
-    const tip = await lastRange(lock.sql, chainId)
+    if (room <= 0) return NOTHING_CUT
     const next = tip ? tip.toBlock + 1 : options.startBlock
-    if (next > target) return false
+    if (next > target) return NOTHING_CUT
 
     const bounds = planRanges({ next, target, rangeSize: options.rangeSize, room })
     const parentHash = tip ? tip.toHash : await parentHashOf(rpc, next)
-    if (!parentHash) return false
+    if (!parentHash) return NOTHING_CUT
     const jobs = jobsFromHeaders(bounds, await rpc.headers(bounds.map((b) => b.to)), parentHash, chainId)
     await assertLockHeld(lock, chainId)
     await insertRanges(lock.sql, jobs)
+    const cutAt = performance.now()
     await enqueueRanges(queue, jobs)
-    return moreToCut(jobs, bounds, target)
+    return { more: moreToCut(jobs, bounds, target), jobs, cutMs: cutAt - startedAt, enqueueMs: performance.now() - cutAt }
   }
 }

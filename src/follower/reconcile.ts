@@ -46,6 +46,13 @@ export function createReconciler(options: {
   const { chainId, floor, confirmations, rpc, logger, metrics } = options
 
   /**
+   * Whether chain_state may hold a refused reorg to clear: unknown at first (another follower may have left one),
+   * then known from what this one recorded and cleared, so that a tick at the head does not write it in vain.
+   */
+  let refusalMayBeRecorded = true
+
+
+  /**
    * Rolls the index back to the common ancestor at or below `mismatchAt`;
    * false when that would reach below the blocks committed as final, whose
    * rows cannot be taken out (store/final-refs.ts): the reorg is refused,
@@ -61,6 +68,7 @@ export function createReconciler(options: {
     const final = await finalThrough(sql, chainId)
     if (final !== undefined && boundary < final) {
       metrics?.reorgRefused(chainId, true)
+      refusalMayBeRecorded = true
       if (await recordRefusedRollback(sql, chainId, boundary))
         logger.error(
           { ...details, final_through: final },
@@ -88,14 +96,23 @@ export function createReconciler(options: {
   }
 
   /** Returns false when the node lags behind the index's tip (nothing to cut from it yet), or a reorg is refused. */
-  return async function reconcile(sql: postgres.ReservedSql, head: number): Promise<boolean> {
+  async function reconcile(sql: postgres.ReservedSql, head: number): Promise<boolean> {
     if (!(await checkFlaggedRanges(sql, head))) return false
     const check = await checkBranch(sql, rpc, chainId, head)
     if (check.kind === 'reorg') return handleReorg(sql, check.mismatchAt, head)
-    if (check.kind === 'same' && (await clearRefusedRollback(sql, chainId))) {
+    if (check.kind !== 'same' || !refusalMayBeRecorded) return check.kind !== 'behind'
+    const cleared = await clearRefusedRollback(sql, chainId)
+    refusalMayBeRecorded = false
+    if (cleared) {
       metrics?.reorgRefused(chainId, false)
       logger.warn('the node agrees with the index again: the refused reorg is over, indexing resumes')
     }
-    return check.kind !== 'behind'
+    return true
   }
+
+  /** The chain lock was taken (again): another follower may have recorded a refused reorg meanwhile. */
+  const lockTaken = () => {
+    refusalMayBeRecorded = true
+  }
+  return Object.assign(reconcile, { lockTaken })
 }
