@@ -57,6 +57,14 @@ export async function parentHashOf(rpc: Pick<Rpc, 'header'>, block: number): Pro
   return header?.hash
 }
 
+/** The headers of `numbers`, the one of `head` (if among them) as already read: at the head, no round trip to the node. */
+export async function headersOf(rpc: Pick<Rpc, 'headers'>, numbers: readonly number[], head?: { number: number; hash: Hex }): Promise<Array<Pick<RawHeader, 'hash'> | null>> {
+  const asked = numbers.filter((number) => number !== head?.number)
+  const answers = asked.length > 0 ? await rpc.headers(asked) : []
+  let next = 0
+  return numbers.map((number) => (number === head?.number ? { hash: head.hash } : (answers[next++] ?? null)))
+}
+
 /** What one call of the cutter did: whether more could be cut at once, the jobs it cut, and how long cutting and enqueueing took (ms). */
 export type Cut = { more: boolean; jobs: readonly RangeJob[]; cutMs: number; enqueueMs: number }
 
@@ -77,10 +85,12 @@ export function createRangeCutter(options: {
 }) {
   const { chainId, rpc, queue, metrics } = options
 
-  return async function cutRanges(lock: ChainLock, target: number): Promise<Cut> {
+  /** `head`: the header the tick read, whose hash a range ending at the head takes without asking the node again. */
+  return async function cutRanges(lock: ChainLock, target: number, head?: { number: number; hash: Hex }): Promise<Cut> {
     const startedAt = performance.now()
-    // both reads in one round trip (pipelined on the lock's session): at the head each tick cuts, so the tip is read anyway
-    const [pending, tip] = await Promise.all([countPending(lock.sql, chainId), lastRange(lock.sql, chainId)])
+    // the reads and the lock's check in one round trip (pipelined on the lock's session, checked before anything
+    // is written): at the head each tick cuts, so the tip is read anyway
+    const [pending, tip] = await Promise.all([countPending(lock.sql, chainId), lastRange(lock.sql, chainId), assertLockHeld(lock, chainId)])
     metrics?.pendingRanges(chainId, pending)
     const room = roomFor(pending, options.maxPendingRanges)
     if (room <= 0) return NOTHING_CUT
@@ -90,8 +100,7 @@ export function createRangeCutter(options: {
     const bounds = planRanges({ next, target, rangeSize: options.rangeSize, room })
     const parentHash = tip ? tip.toHash : await parentHashOf(rpc, next)
     if (!parentHash) return NOTHING_CUT
-    const jobs = jobsFromHeaders(bounds, await rpc.headers(bounds.map((b) => b.to)), parentHash, chainId)
-    await assertLockHeld(lock, chainId)
+    const jobs = jobsFromHeaders(bounds, await headersOf(rpc, bounds.map((b) => b.to), head), parentHash, chainId)
     await insertRanges(lock.sql, jobs)
     const cutAt = performance.now()
     await enqueueRanges(queue, jobs)

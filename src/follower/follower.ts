@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
+import type { Hex } from 'viem'
 import type { Database } from '../db/client.js'
 import type { Logger } from '../logger.js'
 import type { IndexerMetrics } from '../metrics/indexer.js'
@@ -76,9 +77,10 @@ export function createFollower(options: FollowerOptions) {
       // at the head waits for the longest, not the sum
       const lockHeld = assertLockHeld(lock, chainId)
       let head: number
+      let headHash: Hex
       let headRecorded: Promise<void>
       try {
-        ;({ number: head, recorded: headRecorded } = await trackHead({ sql: db.$client, rpc, chainId, metrics }))
+        ;({ number: head, hash: headHash, recorded: headRecorded } = await trackHead({ sql: db.$client, rpc, chainId, metrics }))
         await lockHeld
       } catch (error) {
         await lockHeld
@@ -99,7 +101,7 @@ export function createFollower(options: FollowerOptions) {
           lastSweep = Date.now()
         }
         if (nodeHasOurTip) {
-          const cut = await cutRanges(lock, target)
+          const cut = await cutRanges(lock, target, { number: head, hash: headHash })
           moreToCut = cut.more
           if (metrics && isAtTheHead(cut, options.rangeSize)) {
             metrics.liveStage(chainId, 'head', headReadAt - tickStartedAt)

@@ -6,7 +6,8 @@ import { sameHash } from '../rpc/objects.js'
 import { clearMismatchFlags, firstFlaggedRange, lastRange, rangeBoundaryAtOrBelow, type RangeJob } from '../store/ranges.js'
 import { clearRefusedRollback, finalThrough, recordRefusedRollback } from '../store/chain-state.js'
 import { rollbackAbove } from '../store/rollback.js'
-import { checkBranch, findCommonAncestor } from './reorg.js'
+import { checkBranch, checkBranchAt, findCommonAncestor } from './reorg.js'
+import { knownPointsBelow } from '../store/blocks.js'
 
 type Bounds = Pick<RangeJob, 'fromBlock' | 'toBlock'>
 type Header = Pick<RawHeader, 'hash'> | null | undefined
@@ -86,8 +87,7 @@ export function createReconciler(options: {
   }
 
   /** Re-checks ranges a worker flagged; a node that merely served a stale block is not a reorg. False when a reorg was refused. */
-  async function checkFlaggedRanges(sql: postgres.ReservedSql, head: number): Promise<boolean> {
-    const flagged = await firstFlaggedRange(sql, chainId)
+  async function checkFlaggedRanges(sql: postgres.ReservedSql, head: number, flagged: RangeJob | undefined): Promise<boolean> {
     if (!flagged) return true
     const verdict = flaggedRangeVerdict(flagged, await rpc.headers(flaggedRangeBlocks(flagged)))
     if (verdict === 'same branch') await clearMismatchFlags(sql, chainId)
@@ -97,8 +97,11 @@ export function createReconciler(options: {
 
   /** Returns false when the node lags behind the index's tip (nothing to cut from it yet), or a reorg is refused. */
   async function reconcile(sql: postgres.ReservedSql, head: number): Promise<boolean> {
-    if (!(await checkFlaggedRanges(sql, head))) return false
-    const check = await checkBranch(sql, rpc, chainId, head)
+    // the flagged range and the index's highest point at or below the head, read in one round trip (pipelined)
+    const [flagged, [point]] = await Promise.all([firstFlaggedRange(sql, chainId), knownPointsBelow(sql, chainId, head, 1)])
+    if (!(await checkFlaggedRanges(sql, head, flagged))) return false
+    // a flagged range's check may have rolled back or cleared: the point is read again then
+    const check = flagged ? await checkBranch(sql, rpc, chainId, head) : await checkBranchAt(rpc, point)
     if (check.kind === 'reorg') return handleReorg(sql, check.mismatchAt, head)
     if (check.kind !== 'same' || !refusalMayBeRecorded) return check.kind !== 'behind'
     const cleared = await clearRefusedRollback(sql, chainId)
