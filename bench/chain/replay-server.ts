@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import type { Chain } from './files.js'
 import { createNodeProfile, type NodeProfile, type ProfileSpec, type ProfileStats } from './node-profiles.js'
 import { createReplayMethods, RpcError, type Result } from './replay-methods.js'
+import { attachNewHeadsPush } from './replay-ws.js'
 
 /**
  * A JSON-RPC node that replays a generated chain. On the `fast` profile it
@@ -26,6 +27,9 @@ import { createReplayMethods, RpcError, type Result } from './replay-methods.js'
  *   POST /__replay/release       {"head"?: n, "rate"?: blocks per second}
  *   POST /__replay/reset-stats
  *   POST /__replay/profile       a ProfileSpec: {"name": "fast"} | {"name": "serial", "options": …} | {"name": "remote", "options": …}
+ *
+ * A WebSocket on the same port (`ws://…`, replay-ws.ts) answers JSON-RPC and
+ * pushes `newHeads` as blocks are released, for an indexer run with `WS_URL`.
  */
 
 export type ReleaseState = {
@@ -194,6 +198,7 @@ export function createReplayServer(chain: Chain, options: { head?: number; rate?
 
   function setRelease(next: { head?: number; rate?: number }): ReleaseState {
     release = { baseHead: Math.min(chain.lastBlock, next.head ?? head()), baseAt: Date.now(), rate: next.rate ?? 0 }
+    pushedHeads.rescheduled()
     return { ...release }
   }
 
@@ -234,6 +239,12 @@ export function createReplayServer(chain: Chain, options: { head?: number; rate?
       }
     })
   })
+  const pushedHeads = attachNewHeadsPush(server, {
+    head,
+    release: () => release,
+    header: (number) => methods.call('eth_getBlockByNumber', [`0x${number.toString(16)}`, false], unsupported),
+    call: (method, params) => methods.call(method, params, unsupported),
+  })
   // clients keep connections open across a whole backfill
   server.keepAliveTimeout = 65_000
   server.headersTimeout = 66_000
@@ -252,6 +263,7 @@ export function createReplayServer(chain: Chain, options: { head?: number; rate?
         setProfile,
         close: () =>
           new Promise<void>((resolve) => {
+            pushedHeads.close()
             server.closeAllConnections()
             server.close(() => resolve())
           }),

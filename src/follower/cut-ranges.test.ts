@@ -1,6 +1,6 @@
 import { zeroHash as ZERO_HASH, type Hex } from 'viem'
 import { describe, expect, it, vi } from 'vitest'
-import { jobsFromHeaders, MAX_NEW_RANGES_PER_TICK, moreToCut, parentHashOf, planRanges, roomFor } from './cut-ranges.js'
+import { headersOf, jobsFromHeaders, MAX_NEW_RANGES_PER_TICK, moreToCut, parentHashOf, planRanges, roomFor } from './cut-ranges.js'
 
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}` as Hex
 const header = (n: number) => ({ hash: hash(n) })
@@ -96,5 +96,22 @@ describe('parentHashOf', () => {
     expect(await parentHashOf(rpc as never, 5)).toBe(hash(4))
     expect(rpc.header).toHaveBeenCalledWith(4)
     expect(await parentHashOf(rpc as never, 9)).toBeUndefined()
+  })
+})
+
+describe('headersOf', () => {
+  it('takes the head’s header as read and asks the node only for the others, in order', async () => {
+    const asked: number[][] = []
+    const rpc = {
+      async headers(numbers: readonly number[]) {
+        asked.push([...numbers])
+        return numbers.map((n) => (n === 7 ? null : { hash: `0x${n}` as `0x${string}` }))
+      },
+    }
+    expect(await headersOf(rpc as never, [10], { number: 10, hash: '0xhead' })).toEqual([{ hash: '0xhead' }])
+    expect(asked).toEqual([])
+    expect(await headersOf(rpc as never, [5, 7, 10], { number: 10, hash: '0xhead' })).toEqual([{ hash: '0x5' }, null, { hash: '0xhead' }])
+    expect(asked).toEqual([[5, 7]])
+    expect(await headersOf(rpc as never, [5])).toEqual([{ hash: '0x5' }])
   })
 })

@@ -57,6 +57,19 @@ export async function parentHashOf(rpc: Pick<Rpc, 'header'>, block: number): Pro
   return header?.hash
 }
 
+/** The headers of `numbers`, the one of `head` (if among them) as already read: at the head, no round trip to the node. */
+export async function headersOf(rpc: Pick<Rpc, 'headers'>, numbers: readonly number[], head?: { number: number; hash: Hex }): Promise<Array<Pick<RawHeader, 'hash'> | null>> {
+  const asked = numbers.filter((number) => number !== head?.number)
+  const answers = asked.length > 0 ? await rpc.headers(asked) : []
+  let next = 0
+  return numbers.map((number) => (number === head?.number ? { hash: head.hash } : (answers[next++] ?? null)))
+}
+
+/** What one call of the cutter did: whether more could be cut at once, the jobs it cut, and how long cutting and enqueueing took (ms). */
+export type Cut = { more: boolean; jobs: readonly RangeJob[]; cutMs: number; enqueueMs: number }
+
+const NOTHING_CUT: Cut = { more: false, jobs: [], cutMs: 0, enqueueMs: 0 }
+
 /**
  * Cuts new ranges up to the target into `ranges` and enqueues them, unless
  * too many wait already (backpressure).
@@ -72,23 +85,25 @@ export function createRangeCutter(options: {
 }) {
   const { chainId, rpc, queue, metrics } = options
 
-  /** Returns true when more could be cut right away. */
-  return async function cutRanges(lock: ChainLock, target: number): Promise<boolean> {
-    const pending = await countPending(lock.sql, chainId)
+  /** `head`: the header the tick read, whose hash a range ending at the head takes without asking the node again. */
+  return async function cutRanges(lock: ChainLock, target: number, head?: { number: number; hash: Hex }): Promise<Cut> {
+    const startedAt = performance.now()
+    // the reads and the lock's check in one round trip (pipelined on the lock's session, checked before anything
+    // is written): at the head each tick cuts, so the tip is read anyway
+    const [pending, tip] = await Promise.all([countPending(lock.sql, chainId), lastRange(lock.sql, chainId), assertLockHeld(lock, chainId)])
     metrics?.pendingRanges(chainId, pending)
     const room = roomFor(pending, options.maxPendingRanges)
-    if (room <= 0) return false
-    const tip = await lastRange(lock.sql, chainId)
+    if (room <= 0) return NOTHING_CUT
     const next = tip ? tip.toBlock + 1 : options.startBlock
-    if (next > target) return false
+    if (next > target) return NOTHING_CUT
 
     const bounds = planRanges({ next, target, rangeSize: options.rangeSize, room })
     const parentHash = tip ? tip.toHash : await parentHashOf(rpc, next)
-    if (!parentHash) return false
-    const jobs = jobsFromHeaders(bounds, await rpc.headers(bounds.map((b) => b.to)), parentHash, chainId)
-    await assertLockHeld(lock, chainId)
+    if (!parentHash) return NOTHING_CUT
+    const jobs = jobsFromHeaders(bounds, await headersOf(rpc, bounds.map((b) => b.to), head), parentHash, chainId)
     await insertRanges(lock.sql, jobs)
+    const cutAt = performance.now()
     await enqueueRanges(queue, jobs)
-    return moreToCut(jobs, bounds, target)
+    return { more: moreToCut(jobs, bounds, target), jobs, cutMs: cutAt - startedAt, enqueueMs: performance.now() - cutAt }
   }
 }

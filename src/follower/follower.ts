@@ -1,10 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises'
+import type { Hex } from 'viem'
 import type { Database } from '../db/client.js'
 import type { Logger } from '../logger.js'
 import type { IndexerMetrics } from '../metrics/indexer.js'
 import type { RangeQueue } from '../pipeline/queue.js'
 import type { Rpc } from '../rpc/client.js'
-import { createRangeCutter } from './cut-ranges.js'
+import { createRangeCutter, type Cut } from './cut-ranges.js'
 import { createTicker, targetOf, trackHead, watchNewHeads } from './head.js'
 import { assertLockHeld, tryAcquireChainLock, type ChainLock } from './lock.js'
 import { createProgressReporter, type EndpointPoint } from './progress.js'
@@ -14,6 +15,8 @@ import { sweep } from './sweep.js'
 
 const SWEEP_INTERVAL_MS = 15_000
 const PRUNE_INTERVAL_MS = 60_000
+/** Longest between two progress reports while following the head (every tick while backfilling). */
+const PROGRESS_INTERVAL_MS = 250
 
 export type FollowedChain = {
   chainId: number
@@ -66,32 +69,60 @@ export function createFollower(options: FollowerOptions) {
     logger.info('follower lock acquired; following')
     let lastSweep = 0
     let lastPrune = Date.now()
+    let lastProgress = 0
     while (!stopped) {
-      await assertLockHeld(lock, chainId)
+      const wokenMsAgo = ticker.takeWake()
+      const tickStartedAt = performance.now()
+      // the lock's check and the head's read and record go side by side (other connections, the node): a block
+      // at the head waits for the longest, not the sum
+      const lockHeld = assertLockHeld(lock, chainId)
       let head: number
+      let headHash: Hex
+      let headRecorded: Promise<void>
       try {
-        head = await trackHead({ sql: db.$client, rpc, chainId, metrics })
+        ;({ number: head, hash: headHash, recorded: headRecorded } = await trackHead({ sql: db.$client, rpc, chainId, metrics }))
+        await lockHeld
       } catch (error) {
+        await lockHeld
         if (isDatabaseError(error)) throw error
         metrics?.rpcError(chainId)
         logger.warn({ err: (error as Error).message }, 'could not read the head; retrying')
         await ticker.wait()
         continue
       }
+      const headReadAt = performance.now()
       const target = targetOf(head, chain.confirmations)
       let moreToCut = false
       try {
         const nodeHasOurTip = await reconcile(lock.sql, head)
+        const reconciledAt = performance.now()
         if (Date.now() - lastSweep > SWEEP_INTERVAL_MS) {
           await sweepQueue(lock)
           lastSweep = Date.now()
         }
-        if (nodeHasOurTip) moreToCut = await cutRanges(lock, target)
+        if (nodeHasOurTip) {
+          const cut = await cutRanges(lock, target, { number: head, hash: headHash })
+          moreToCut = cut.more
+          if (metrics && isAtTheHead(cut, options.rangeSize)) {
+            metrics.liveStage(chainId, 'head', headReadAt - tickStartedAt)
+            metrics.liveStage(chainId, 'reconcile', reconciledAt - headReadAt)
+            metrics.liveStage(chainId, 'cut', cut.cutMs)
+            metrics.liveStage(chainId, 'enqueue', cut.enqueueMs)
+            metrics.liveStage(chainId, 'follower', performance.now() - tickStartedAt)
+            if (wokenMsAgo !== undefined) metrics.liveStage(chainId, 'wake', wokenMsAgo)
+          }
+        }
+        await headRecorded
         if (Date.now() - lastPrune > PRUNE_INTERVAL_MS) {
           await prune(lock.sql, chainId, chain.confirmations)
           lastPrune = Date.now()
         }
-        await progress.report(lock.sql, target)
+        // at the head a tick comes with each block: the progress (a read of the checkpoint) is taken a few times a
+        // second, not before every next block's tick
+        if (moreToCut || Date.now() - lastProgress >= PROGRESS_INTERVAL_MS) {
+          await progress.report(lock.sql, target)
+          lastProgress = Date.now()
+        }
       } catch (error) {
         if (isDatabaseError(error)) throw error
         metrics?.rpcError(chainId)
@@ -113,6 +144,7 @@ export function createFollower(options: FollowerOptions) {
           await sleep(Math.max(chain.pollIntervalMs, 1_000))
           continue
         }
+        reconcile.lockTaken()
         await sweepQueue(lock)
         await followWhileLocked(lock)
       } catch (error) {
@@ -136,6 +168,10 @@ export function createFollower(options: FollowerOptions) {
     },
   }
 }
+
+/** A cut of fewer blocks than a range holds, nothing left to cut: ranges at the head, whose stages the live metrics time. */
+export const isAtTheHead = (cut: Cut, rangeSize: number) =>
+  cut.jobs.length > 0 && !cut.more && cut.jobs.at(-1)!.toBlock - cut.jobs[0]!.fromBlock + 1 < rangeSize
 
 /** Errors of the database or of the lock's session: the follower lets go of the lock and takes it again. */
 export function isDatabaseError(error: unknown): boolean {

@@ -42,11 +42,22 @@ describe('createTicker', () => {
     expect(vi.getTimerCount()).toBe(0)
   })
 
-  it('forgets a wake while no wait is under way', async () => {
+  it('ends the next wait at once after a wake while no wait was under way (a head pushed during a tick)', async () => {
     const wait = waitOnTicker((ticker) => ticker.wake())
-    await vi.advanceTimersByTimeAsync(500)
-    expect(wait.done()).toBe(false)
-    await vi.advanceTimersByTimeAsync(500)
+    await vi.advanceTimersByTimeAsync(0)
     expect(wait.done()).toBe(true)
+    expect(wait.ticker.takeWake()).toBeGreaterThanOrEqual(0)
+  })
+
+  it('waits the whole interval again once the wake was taken by a tick', async () => {
+    const wait = waitOnTicker((ticker) => {
+      ticker.wake()
+      expect(ticker.takeWake()).toBeGreaterThanOrEqual(0)
+    })
+    await vi.advanceTimersByTimeAsync(999)
+    expect(wait.done()).toBe(false)
+    await vi.advanceTimersByTimeAsync(1)
+    expect(wait.done()).toBe(true)
+    expect(wait.ticker.takeWake()).toBeUndefined()
   })
 })

@@ -6,7 +6,8 @@ import { sameHash } from '../rpc/objects.js'
 import { clearMismatchFlags, firstFlaggedRange, lastRange, rangeBoundaryAtOrBelow, type RangeJob } from '../store/ranges.js'
 import { clearRefusedRollback, finalThrough, recordRefusedRollback } from '../store/chain-state.js'
 import { rollbackAbove } from '../store/rollback.js'
-import { checkBranch, findCommonAncestor } from './reorg.js'
+import { checkBranch, checkBranchAt, findCommonAncestor } from './reorg.js'
+import { knownPointsBelow } from '../store/blocks.js'
 
 type Bounds = Pick<RangeJob, 'fromBlock' | 'toBlock'>
 type Header = Pick<RawHeader, 'hash'> | null | undefined
@@ -46,6 +47,13 @@ export function createReconciler(options: {
   const { chainId, floor, confirmations, rpc, logger, metrics } = options
 
   /**
+   * Whether chain_state may hold a refused reorg to clear: unknown at first (another follower may have left one),
+   * then known from what this one recorded and cleared, so that a tick at the head does not write it in vain.
+   */
+  let refusalMayBeRecorded = true
+
+
+  /**
    * Rolls the index back to the common ancestor at or below `mismatchAt`;
    * false when that would reach below the blocks committed as final, whose
    * rows cannot be taken out (store/final-refs.ts): the reorg is refused,
@@ -61,6 +69,7 @@ export function createReconciler(options: {
     const final = await finalThrough(sql, chainId)
     if (final !== undefined && boundary < final) {
       metrics?.reorgRefused(chainId, true)
+      refusalMayBeRecorded = true
       if (await recordRefusedRollback(sql, chainId, boundary))
         logger.error(
           { ...details, final_through: final },
@@ -78,8 +87,7 @@ export function createReconciler(options: {
   }
 
   /** Re-checks ranges a worker flagged; a node that merely served a stale block is not a reorg. False when a reorg was refused. */
-  async function checkFlaggedRanges(sql: postgres.ReservedSql, head: number): Promise<boolean> {
-    const flagged = await firstFlaggedRange(sql, chainId)
+  async function checkFlaggedRanges(sql: postgres.ReservedSql, head: number, flagged: RangeJob | undefined): Promise<boolean> {
     if (!flagged) return true
     const verdict = flaggedRangeVerdict(flagged, await rpc.headers(flaggedRangeBlocks(flagged)))
     if (verdict === 'same branch') await clearMismatchFlags(sql, chainId)
@@ -88,14 +96,26 @@ export function createReconciler(options: {
   }
 
   /** Returns false when the node lags behind the index's tip (nothing to cut from it yet), or a reorg is refused. */
-  return async function reconcile(sql: postgres.ReservedSql, head: number): Promise<boolean> {
-    if (!(await checkFlaggedRanges(sql, head))) return false
-    const check = await checkBranch(sql, rpc, chainId, head)
+  async function reconcile(sql: postgres.ReservedSql, head: number): Promise<boolean> {
+    // the flagged range and the index's highest point at or below the head, read in one round trip (pipelined)
+    const [flagged, [point]] = await Promise.all([firstFlaggedRange(sql, chainId), knownPointsBelow(sql, chainId, head, 1)])
+    if (!(await checkFlaggedRanges(sql, head, flagged))) return false
+    // a flagged range's check may have rolled back or cleared: the point is read again then
+    const check = flagged ? await checkBranch(sql, rpc, chainId, head) : await checkBranchAt(rpc, point)
     if (check.kind === 'reorg') return handleReorg(sql, check.mismatchAt, head)
-    if (check.kind === 'same' && (await clearRefusedRollback(sql, chainId))) {
+    if (check.kind !== 'same' || !refusalMayBeRecorded) return check.kind !== 'behind'
+    const cleared = await clearRefusedRollback(sql, chainId)
+    refusalMayBeRecorded = false
+    if (cleared) {
       metrics?.reorgRefused(chainId, false)
       logger.warn('the node agrees with the index again: the refused reorg is over, indexing resumes')
     }
-    return check.kind !== 'behind'
+    return true
   }
+
+  /** The chain lock was taken (again): another follower may have recorded a refused reorg meanwhile. */
+  const lockTaken = () => {
+    refusalMayBeRecorded = true
+  }
+  return Object.assign(reconcile, { lockTaken })
 }

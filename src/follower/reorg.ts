@@ -18,6 +18,11 @@ export type BranchCheck =
  */
 export async function checkBranch(sql: postgres.ReservedSql, rpc: Rpc, chainId: number, height: number): Promise<BranchCheck> {
   const [point] = await knownPointsBelow(sql, chainId, height, 1)
+  return checkBranchAt(rpc, point)
+}
+
+/** checkBranch at a known point already read (knownPointsBelow(…, height, 1)); none: nothing to compare. */
+export async function checkBranchAt(rpc: Pick<Rpc, 'header'>, point: { number: number; hash: string } | undefined): Promise<BranchCheck> {
   if (!point) return { kind: 'same' }
   const header = await rpc.header(point.number)
   if (!header) return { kind: 'behind' }

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
+import { createLiveStageMetrics } from './live-stages.js'
 
 /** What a fetched range holds, as the counters read it (the pipeline's FetchedRange fits). */
 type IndexedRangeCounts = { blocks: readonly unknown[]; txCount: number; malformed: readonly unknown[]; attributions: ReadonlyArray<{ kind: string }> }
@@ -96,6 +97,7 @@ export function createIndexerMetrics(registry: Registry) {
   const pending = new Gauge({ name: 'indexer_follower_pending_ranges', help: 'Ranges waiting to be indexed', labelNames: ['chain_id'], registers: [registry] })
 
   return {
+    ...createLiveStageMetrics(registry),
     rangeIndexed(chainId: number, fetched: IndexedRangeCounts, rowsInserted: number) {
       rangesProcessed.inc(label(chainId))
       blocks.inc(label(chainId), fetched.blocks.length)

@@ -21,7 +21,10 @@ export type CommitBatcherOptions = {
 /** Commit statements one process runs at once (see createCommitBatcher). */
 const STATEMENTS_IN_FLIGHT = 2
 
-type Waiting = { result: RangeResult; resolve: (outcome: CommitOutcome) => void; reject: (error: Error) => void }
+/** How long a range waited for its statement to start, and the statement until committed (ms): the live stages commit_wait and commit. */
+export type CommitTimes = (waitMs: number, statementMs: number) => void
+
+type Waiting = { result: RangeResult; resolve: (outcome: CommitOutcome) => void; reject: (error: Error) => void; readyAt: number; timed?: CommitTimes | undefined }
 
 /**
  * Aggregate stage of one worker process: ranges ready to commit share one
@@ -93,8 +96,17 @@ export function createCommitBatcher(options: CommitBatcherOptions) {
     return batch
   }
 
+  /** Tells a timed range how long it waited for the statement that began at `startedAt`, and that statement. */
+  const timeEntry = (entry: Waiting, startedAt: number) => entry.timed?.(startedAt - entry.readyAt, performance.now() - startedAt)
+
   /** One range's own statement: its outcome, or its error, to its caller. */
-  const commitAlone = (entry: Waiting) => store.commitRanges([entry.result]).then(([outcome]) => entry.resolve(outcome!), entry.reject)
+  const commitAlone = (entry: Waiting) => {
+    const startedAt = performance.now()
+    return store.commitRanges([entry.result]).then(([outcome]) => {
+      timeEntry(entry, startedAt)
+      entry.resolve(outcome!)
+    }, entry.reject)
+  }
 
   /** One statement for the batch; if it fails, or finds a range no longer pending, one statement per range. */
   async function commitBatch(batch: Waiting[]) {
@@ -102,9 +114,13 @@ export function createCommitBatcher(options: CommitBatcherOptions) {
     statementsInFlight++
     try {
       if (batch.length === 1) return await commitAlone(batch[0]!)
+      const startedAt = performance.now()
       const outcomes = await store.commitRanges(batch.map((entry) => entry.result)).catch((error: Error) => error)
       if (!(outcomes instanceof Error) && outcomes.every((outcome) => outcome.committed)) {
-        batch.forEach((entry, i) => entry.resolve(outcomes[i]!))
+        batch.forEach((entry, i) => {
+          timeEntry(entry, startedAt)
+          entry.resolve(outcomes[i]!)
+        })
         return
       }
       options.onSplit?.(batch.length, outcomes instanceof Error ? outcomes : undefined)
@@ -117,10 +133,10 @@ export function createCommitBatcher(options: CommitBatcherOptions) {
   }
 
   return {
-    /** Commits one range's result, alone or with others; resolves once its statement committed. */
-    commit(result: RangeResult): Promise<CommitOutcome> {
+    /** Commits one range's result, alone or with others; resolves once its statement committed (and tells `timed` how long that took). */
+    commit(result: RangeResult, timed?: CommitTimes): Promise<CommitOutcome> {
       return new Promise((resolve, reject) => {
-        waiting.push({ result, resolve, reject })
+        waiting.push({ result, resolve, reject, readyAt: performance.now(), timed })
         consider()
       })
     },

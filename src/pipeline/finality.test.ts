@@ -113,4 +113,20 @@ describe('finality boundary', () => {
     answer()
     expect(await asker).toBe(false)
   })
+
+  it('isFinalNow answers from the boundary known and refreshes a stale one behind the answer (a range at the head never waits for the node)', async () => {
+    const { rpc, state } = node({ head: 1000, finalized: 900 })
+    let clock = 0
+    const finality = createFinality({ rpc, depth: 64, refreshMs: 100, now: () => clock })
+    expect(await finality.isFinalNow(950)).toBe(false) // no boundary yet: asked and waited for
+    expect(finality.boundary()).toBe(900)
+    state.finalized = 960
+    clock = 200
+    const asked = state.calls
+    expect(await finality.isFinalNow(950)).toBe(false) // stale: answered from 900, asked behind
+    expect(state.calls).toBe(asked + 1)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(finality.boundary()).toBe(960)
+    expect(await finality.isFinalNow(950)).toBe(true)
+  })
 })

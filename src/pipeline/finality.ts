@@ -18,6 +18,14 @@ import type { Rpc } from '../rpc/client.js'
 export type Finality = {
   /** Whether block `toBlock` (and so every block of a range ending there) is final. */
   isFinal(toBlock: number): Promise<boolean>
+  /**
+   * isFinal without waiting for the node once a boundary is known: a range
+   * at the head is answered from the boundary known and a stale one is
+   * refreshed behind it. The one range in RANGE_SIZE that found it stale
+   * waited a round trip to the node on its way to the API (issue 40.3); a
+   * range that became final meanwhile takes the tip path, which is safe.
+   */
+  isFinalNow(toBlock: number): Promise<boolean>
   /** The highest final block known (-1 before the first answer). */
   boundary(): number
 }
@@ -61,21 +69,31 @@ export function createFinality({ rpc, depth, refreshMs = 2_000, now = Date.now }
     answered = true
   }
 
+  /** Asks the node again if the boundary known is older than refreshMs; the ask in flight, if any. */
+  function refreshIfStale(): Promise<void> | undefined {
+    if (now() - askedAt >= refreshMs) {
+      asking ??= ask()
+        .catch(() => {})
+        .finally(() => (asking = undefined))
+    }
+    return asking
+  }
+
+  async function isFinal(toBlock: number): Promise<boolean> {
+    if (toBlock <= boundary) return true
+    if (!asking) await refreshIfStale()
+    // until the node's first answer, every range waits for it: a worker's ranges start together, and those asking
+    // while the first question is out would take the tip path however far below the node's finalized block they
+    // are (a restart's first ranges). Afterwards only the range that asked waits
+    else if (!answered) await asking
+    return toBlock <= boundary
+  }
+
   return {
-    async isFinal(toBlock) {
-      if (toBlock <= boundary) return true
-      if (!asking && now() - askedAt >= refreshMs) {
-        asking = ask()
-          .catch(() => {})
-          .finally(() => (asking = undefined))
-        await asking
-      } else if (asking && !answered) {
-        // until the node's first answer, every range waits for it: a worker's ranges start together, and those
-        // asking while the first question is out would take the tip path however far below the node's finalized
-        // block they are (a restart's first ranges). Afterwards only the range that asked waits: a range at the
-        // head is answered by the boundary known, never held up by another's question
-        await asking
-      }
+    isFinal,
+    async isFinalNow(toBlock) {
+      if (!answered) return isFinal(toBlock)
+      if (toBlock > boundary) void refreshIfStale()
       return toBlock <= boundary
     },
     boundary: () => boundary,

@@ -4,6 +4,7 @@ import type { Database } from '../db/client.js'
 import { flagMismatch, isRangePending, recordRangeFailure, splitRange } from '../store/ranges.js'
 import type { Logger } from '../logger.js'
 import type { IndexerMetrics } from '../metrics/indexer.js'
+import type { LiveStage } from '../metrics/live-stages.js'
 import type { Redis } from '../redis/client.js'
 import type { Rpc } from '../rpc/client.js'
 import { commitRange, type AttributionRow, type CommitOutcome, type RangeResult } from '../store/commit.js'
@@ -82,14 +83,30 @@ type ProcessOptions = Omit<RangeWorkerOptions, 'connection' | 'prefix' | 'concur
   limitBlockFetches?: <T>(fetch: () => Promise<T>) => Promise<T>
   /** The aggregate stage; by default the range's own statement. */
   commit?: (result: RangeResult) => Promise<CommitOutcome>
+  /**
+   * A range at the head (fewer blocks than RANGE_SIZE): it is almost always pending, so that check goes
+   * alongside its fetch rather than before it, and its commit path is decided without waiting for the node
+   * (finality.ts isFinalNow): a block at the head waits for neither round trip (issue 40.3).
+   */
+  atTheHead?: boolean
+  /** Told how long each stage took (ms), for a range at the head (metrics/live-stages.ts). */
+  stage?: (stage: 'fetch' | 'resolve' | 'finality', ms: number) => void
 }
 
 export async function processRange(job: RangeJob, options: ProcessOptions): Promise<RangeOutcome> {
   const { db, chains, resolver, metrics } = options
   const chain = chains.get(job.chainId)
   if (!chain) throw new Error(`chain ${job.chainId} is not configured on this worker`)
-  // skip the RPC work for a range already indexed or replaced by a reorg
-  if (!(await isRangePending(db.$client, job))) return { outcome: 'stale', txCount: 0, inserted: 0 }
+  let stageStartedAt = performance.now()
+  const stageEnded = (stage: 'fetch' | 'resolve' | 'finality') => {
+    const now = performance.now()
+    options.stage?.(stage, now - stageStartedAt)
+    stageStartedAt = now
+  }
+  // skip the RPC work for a range already indexed or replaced by a reorg (at the head: skip its commit)
+  const pendingCheck = isRangePending(db.$client, job)
+  if (options.atTheHead) pendingCheck.catch(() => {})
+  else if (!(await pendingCheck)) return { outcome: 'stale', txCount: 0, inserted: 0 }
 
   let fetched: FetchedRange
   try {
@@ -108,11 +125,16 @@ export async function processRange(job: RangeJob, options: ProcessOptions): Prom
     }
     throw error
   }
+  if (options.atTheHead && !(await pendingCheck)) return { outcome: 'stale', txCount: 0, inserted: 0 }
+  stageEnded('fetch')
   const rows = await resolveRows(fetched, resolver)
+  stageEnded('resolve')
+  const final = (await (options.atTheHead ? chain.finality?.isFinalNow(job.toBlock) : chain.finality?.isFinal(job.toBlock))) ?? false
+  stageEnded('finality')
   const commit = options.commit ?? ((result: RangeResult) => commitRange(db, result))
   const { committed, inserted } = await commit({
     job,
-    final: (await chain.finality?.isFinal(job.toBlock)) ?? false,
+    final,
     blocks: fetched.blocks,
     txCount: fetched.txCount,
     rows,
@@ -132,6 +154,31 @@ async function splitDenseRange(job: RangeJob, dense: RangeTooDenseError, options
   options.metrics?.denseRange(job.chainId, 'split')
   await options.enqueue?.(dense.pieces)
   return { outcome: 'split', txCount: 0, inserted: 0 }
+}
+
+/** Fewer blocks than RANGE_SIZE: the follower cuts such a range only at the head (or a dense range was split). */
+const isAtTheHead = (job: RangeJob, rangeSize: number) => job.toBlock - job.fromBlock + 1 < rangeSize
+
+/**
+ * The stages of a range at the head (fewer blocks than RANGE_SIZE: the
+ * follower cuts those only at the head) as the live metrics time them
+ * (metrics/live-stages.ts): the job's wait in the queue (its enqueue and
+ * pick-up times are the queue's own), each stage here, and the job from
+ * enqueued to committed. Undefined for a backfill's range, or without metrics.
+ */
+function liveStagesOf(job: Job<RangeJob>, options: Pick<RangeWorkerOptions, 'metrics' | 'rangeSize'>) {
+  const { metrics } = options
+  const { chainId } = job.data
+  if (!metrics || !isAtTheHead(job.data, options.rangeSize)) return undefined
+  if (job.processedOn !== undefined) metrics.liveStage(chainId, 'queued', job.processedOn - job.timestamp)
+  return {
+    stage: (stage: LiveStage, ms: number) => metrics.liveStage(chainId, stage, ms),
+    commitTimes(waitMs: number, statementMs: number) {
+      metrics.liveStage(chainId, 'commit_wait', waitMs)
+      metrics.liveStage(chainId, 'commit', statementMs)
+    },
+    done: () => metrics.liveStage(chainId, 'worker', Date.now() - job.timestamp),
+  }
 }
 
 export function createRangeWorker(options: RangeWorkerOptions) {
@@ -170,14 +217,19 @@ export function createRangeWorker(options: RangeWorkerOptions) {
     RANGE_QUEUE,
     async (job: Job<RangeJob>, token?: string) => {
       active.set(job.id!, { job, token })
+      const live = liveStagesOf(job, options)
       try {
-        return await processRange(job.data, {
+        const outcome = await processRange(job.data, {
           ...options,
           limitBlockFetches,
-          commit: commits.commit,
+          commit: (result) => commits.commit(result, live?.commitTimes),
           enqueue: (pieces) => enqueueRanges(options.queue, pieces),
           oneHeavyBlockAtATime,
+          atTheHead: isAtTheHead(job.data, options.rangeSize),
+          ...(live && { stage: live.stage }),
         })
+        if (outcome.outcome === 'indexed') live?.done()
+        return outcome
       } catch (error) {
         // a range handed back at shutdown fails here as its connections close: not the range's failure
         if (!releasing) await recordFailure(job.data, error as Error)

@@ -110,11 +110,15 @@ export async function commitRanges(
   for (let attempt = 0; attempt < 3; attempt++) {
     const everyChain = await writesEveryChain(sql, chainIds, memory)
     // one statement, in a transaction of its own so that it shares the distinct-sender tables with other tip
-    // commits but not with a bulk commit (final-refs.ts), and is planned for its arrays' sizes
-    const outcomes = await sql.begin(async (tx) => {
-      await shareRefsWriters(tx)
-      if (isPlannedForItsRows(results)) await planForParameters(tx)
-      return commitStatement(tx, results, everyChain)
+    // commits but not with a bulk commit (final-refs.ts), and is planned for its arrays' sizes. The lock, the
+    // setting and the statement are sent together (pipelined, one round trip instead of three): PostgreSQL runs
+    // a connection's statements in order, so the lock is held before the statement starts, and a failure of
+    // any rolls the transaction back. A commit at the head is a few round trips in all, each of them a wait
+    // for a core on a busy machine (issue 40.3).
+    const outcomes = await sql.begin((tx) => {
+      const settings = [shareRefsWriters(tx), ...(isPlannedForItsRows(results) ? [planForParameters(tx)] : [])]
+      const statement = commitStatement(tx, results, everyChain)
+      return Promise.all([...settings, statement]).then(() => statement)
     })
     if (outcomes) return outcomes
     forgetEveryChainState(memory)
