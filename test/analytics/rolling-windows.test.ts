@@ -4,9 +4,10 @@ import { readCodeStats } from '../../src/analytics/code-stats.js'
 import { readLeaderboard } from '../../src/analytics/leaderboard.js'
 import { readSummary } from '../../src/analytics/summary.js'
 import { resolveDayWindow } from '../../src/analytics/window.js'
-import { addDays, DAY_MS, dayOf, firstDayOf, firstHourOf24h, HOUR_MS } from '../../src/store/buckets.js'
+import { addDays, DAY_MS, dayOf, HOUR_MS } from '../../src/store/buckets.js'
 import { rollbackAbove } from '../../src/store/rollback.js'
 import { cutAndCommit, senderAddress, type TestAttribution } from '../support/ranges.js'
+import { boundsOf, type Bounds } from '../support/final-exact.js'
 import { createTestDatabase, type TestDatabase } from '../support/services.js'
 import { createRollingWindows, type RollingWindows } from '../../src/store/rolling-windows.js'
 
@@ -56,19 +57,6 @@ async function commitItems(chainId: number, items: TestAttribution[]) {
     const outcome = await cutAndCommit(database.db, { chainId, fromBlock, toBlock: fromBlock + 4, branch: 'a', items: slice })
     expect(outcome).toEqual({ committed: true, inserted: slice.length })
   }
-}
-
-type Bounds = { from: number; until: number }
-
-function boundsOf(window: (typeof WINDOWS)[number], now: Date): { current: Bounds; previous?: Bounds; sendersFrom: number } {
-  if (window === 'all') return { current: { from: -Infinity, until: Infinity }, sendersFrom: -Infinity }
-  if (window === '24h') {
-    const from = firstHourOf24h(now).getTime()
-    return { current: { from, until: Infinity }, previous: { from: from - DAY_MS, until: from }, sendersFrom: Math.floor(from / DAY_MS) * DAY_MS }
-  }
-  const from = Date.parse(`${firstDayOf(window, now)}T00:00:00Z`)
-  const length = (window === '7d' ? 7 : 30) * DAY_MS
-  return { current: { from, until: Infinity }, previous: { from: from - length, until: from }, sendersFrom: from }
 }
 
 const registryOf = `case when registry_address is null then 'canonical' else registry_chain_id::text || ':' || lower(registry_address) end`

@@ -23,7 +23,7 @@ import { expectIndexMatchesTruth } from './fixtures.js'
 
 const WINDOWS = ['24h', '7d', '30d', 'all'] as const
 type Window = (typeof WINDOWS)[number]
-type Bounds = { from: number; until: number }
+export type Bounds = { from: number; until: number }
 
 const USER_OPERATION_EVENT = toEventSelector('UserOperationEvent(bytes32,address,address,uint256,bool,uint256,uint256)')
 
@@ -67,7 +67,8 @@ const eip55Registry = (registry: string) => {
 }
 const byKey = (a: { code: string; registry: string }, b: { code: string; registry: string }) => (`${a.code} ${a.registry}` < `${b.code} ${b.registry}` ? -1 : 1)
 
-function boundsOf(window: Window, now: Date): { current: Bounds; previous?: Bounds; sendersFrom: number } {
+/** A rolling window's bounds at `now` as the store keeps them (ms), the previous period's, and the first day its senders count from. */
+export function boundsOf(window: Window, now: Date): { current: Bounds; previous?: Bounds; sendersFrom: number } {
   if (window === 'all') return { current: { from: -Infinity, until: Infinity }, sendersFrom: -Infinity }
   if (window === '24h') {
     const from = firstHourOf24h(now).getTime()
