@@ -113,7 +113,11 @@ describe('a hub with nobody subscribed', () => {
       await commitRanges(database.db, [await cutRange(database.db, { chainId: 31, fromBlock: 2, toBlock: 2, branch: 'a', items: [item('n3', 2)] })])
       await until('the event after joining arrives', () => events.length >= 1, { timeoutMs: 30_000, intervalMs: 10 })
       unsubscribe()
-      expect(events.map((event) => [event.code, event.fromBlock, event.attributions])).toEqual([['nobody', 2, 1]])
+      // the newest-id read above was sent, maybe not yet applied: a subscriber joining meanwhile is read from the
+      // watermark as usual (hub.ts: a few events older than itself, none missing) — at most the first commit's
+      const seen = events.map((event) => [event.code, event.fromBlock, event.attributions])
+      expect(seen.at(-1)).toEqual(['nobody', 2, 1])
+      expect(seen.slice(0, -1)).toEqual(seen.length > 1 ? [['nobody', 1, 2]] : [])
       expect(liveReads).toBeGreaterThan(0)
     } finally {
       await quiet.stop()
