@@ -21,7 +21,7 @@ import { profileSpec, type ProfileName } from './chain/node-profiles.js'
  *   call grows with the batch's length), the remote node and the capped
  *   remote node (4 in flight, 120 ms). Its floor is the plain client that
  *   produces the same answer: every block plus the candidates' receipts
- *   (issue 41); blocks alone are shown beside it as a reference. Besides
+ *   (issue 41), in batches of a length swept on its own (floor.ts); blocks alone are shown beside it as a reference. Besides
  *   speed, the node's CPU serving the daemon's backfill is held against one
  *   pass of that floor;
  * - a Base-sized chain (600-tx, ~1.1 MB blocks) on the fast node, where the
