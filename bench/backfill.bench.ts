@@ -21,7 +21,7 @@ import { profileSpec, type ProfileName } from './chain/node-profiles.js'
  *   call grows with the batch's length), the remote node and the capped
  *   remote node (4 in flight, 120 ms). Its floor is the plain client that
  *   produces the same answer: every block plus the candidates' receipts
- *   (issue 41); blocks alone are shown beside it as a reference. Besides
+ *   (issue 41), in batches of a length swept on its own (floor.ts); blocks alone are shown beside it as a reference. Besides
  *   speed, the node's CPU serving the daemon's backfill is held against one
  *   pass of that floor;
  * - a Base-sized chain (600-tx, ~1.1 MB blocks) on the fast node, where the
@@ -141,7 +141,8 @@ export const backfill: Bench = async ({ quick, cpuProfileDir }) => {
     chains: sizes,
     cases: cases.map((c) => `${c.chain}/${c.profile}`),
     reps,
-    sweep: { batchSizes: [5, 10, 20, 50], concurrencies: [2, 4, 8, 16], finalists: 3 },
+    // receipts' lengths: from a growing node's cheapest (~20 calls) to 1,000 (the indexer's own length in issue 41, ~230 blocks' candidates); floor.ts says why two block points
+    sweep: { batchSizes: [5, 10, 20, 50], concurrencies: [2, 4, 8, 16], receiptBatchSizes: [10, 25, 50, 100, 200, 1000], receiptBlockPoints: 2, finalists: 3 },
     profiles: Object.fromEntries(cases.map((c) => [c.profile, specOf(c.profile)])),
     settings: Object.keys(overrides).length === 0 ? 'indexer defaults (POLL_INTERVAL_MS=100)' : `NOT DEFAULTS: ${process.env.BENCH_INDEXER_ENV}`,
     knobs: Object.fromEntries(
@@ -176,11 +177,11 @@ export const backfill: Bench = async ({ quick, cpuProfileDir }) => {
   const measured = Object.values(results)
   printTable(
     `backfill: every case, median of ${reps} round${reps > 1 ? 's' : ''} (${params.settings})`,
-    ['case', 'pipeline tx/s', 'floor tx/s (point)', 'ratio', 'rounds', 'blocks-only reference tx/s (point), ratio', 'settled (batch, allowed / in flight)', 'node CPU s, daemon / floor', 'peak RSS MiB'],
+    ['case', 'pipeline tx/s', 'floor tx/s (blocks × in flight, receipts a request)', 'ratio', 'rounds', 'blocks-only reference tx/s (point), ratio', 'settled (batch, allowed / in flight)', 'node CPU s, daemon / floor', 'peak RSS MiB'],
     measured.map((r) => [
       r.label.replace('backfill ', ''),
       fmt(r.pipelineTxPerSecond),
-      `${fmt(r.floorTxPerSecond)} (${r.floorPoint.batchSize} × ${r.floorPoint.concurrency})`,
+      `${fmt(r.floorTxPerSecond)} (${r.floorPoint.batchSize} × ${r.floorPoint.concurrency}${r.floorPoint.receiptBatchSize === null ? '' : `, receipts ${r.floorPoint.receiptBatchSize}`})`,
       ratio(r.ratio),
       r.ratios.map((value) => fmt(value, 2)).join(' '),
       r.reference ? `${fmt(r.reference.txPerSecond)} (${r.reference.point.batchSize} × ${r.reference.point.concurrency}), ${ratio(r.reference.ratio)}` : '—',

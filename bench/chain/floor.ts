@@ -28,10 +28,15 @@ import { flushDirtyPages } from '../lib/process.js'
  * transactions that need one — those the indexer itself would ask for
  * (a suffix ending with the marker, an EntryPoint bundle carrying an
  * attributed operation: the same detection, records.ts) — batched
- * `eth_getTransactionReceipt` calls at the same batch size, sharing the same
- * requests in flight (a receipts batch goes before the next blocks). The
- * blocks-only figure leaves out receipts the answer needs; this one is the
- * fair floor of a sparse chain (issue 41).
+ * `eth_getTransactionReceipt` calls of their own length (`receiptBatchSize`:
+ * the best length for blocks is not the best for light receipts, and a
+ * client tied to one pays a round trip per block batch on a remote node).
+ * As a plain client would, it gathers candidates across block batches and
+ * sends a receipts batch, ahead of the next blocks, once one is full; when
+ * no blocks are left to ask, what remains goes at once, split among the
+ * idle requests in flight. Receipts share the blocks' requests in flight.
+ * The blocks-only figure leaves out receipts the answer needs; this one is
+ * the fair floor of a sparse chain (issue 41).
  *
  * `client: 'indexer-rpc'` asks for the same blocks through the indexer's own
  * RPC client on its defaults (adaptive transport + scanner): a diagnostic of
@@ -47,8 +52,10 @@ export type FloorOptions = {
   client?: 'raw' | 'indexer-rpc'
   /** Ask for every block's receipts too (`eth_getBlockReceipts`), in the same batch as the block. */
   receipts?: boolean
-  /** Ask for the candidates' receipts (`eth_getTransactionReceipt`, `batchSize` a request) after their blocks (see above). */
+  /** Ask for the candidates' receipts (`eth_getTransactionReceipt`) after their blocks (see above). */
   candidates?: boolean
+  /** Candidates' receipts per request (`candidates`); `batchSize` when not given. */
+  receiptBatchSize?: number
   /** Write the machine's dirty pages out first (default), so no other run's writeback lands in this one. */
   flush?: boolean
 }
@@ -63,6 +70,8 @@ export type FloorResult = {
   /** Candidates' receipts fetched (`candidates`), else 0. */
   receipts: number
   batchSize: number
+  /** Candidates' receipts per request (the tail's shares may be shorter). */
+  receiptBatchSize: number
   concurrency: number
   /** CPU of this process over the run (the client and what it parses; the bench does nothing else meanwhile), s. */
   clientCpuSeconds: number
@@ -162,6 +171,19 @@ function indexerRpcBatcher(url: string) {
   })
 }
 
+/** Wakes every waiter at each `fire` (the floor's idle workers, when blocks come back). */
+function createSignal() {
+  let wake = () => {}
+  let waited = new Promise<void>((resolve) => (wake = resolve))
+  return {
+    next: () => waited,
+    fire() {
+      wake()
+      waited = new Promise<void>((resolve) => (wake = resolve))
+    },
+  }
+}
+
 export async function measureFloor(options: FloorOptions): Promise<FloorResult> {
   // the indexer's client sizes its own batches: hand it whole slices of blocks and let it split them
   const fetchBlocks =
@@ -169,38 +191,60 @@ export async function measureFloor(options: FloorOptions): Promise<FloorResult> 
       ? indexerRpcBatcher(options.url)
       : (numbers: number[]) => rawBatch(options.url, numbers, options.receipts === true, options.candidates === true)
   const step = options.client === 'indexer-rpc' ? Math.max(options.batchSize, 50) : options.batchSize
+  const receiptBatchSize = options.receiptBatchSize ?? options.batchSize
   let next = options.from
   let blocks = 0
   let transactions = 0
   let requests = 0
   let refused = 0
   let receipts = 0
-  /** Candidates found and not yet asked; cut into batches of `batchSize`, the last of a run shorter. */
+  /** Candidates found and not yet asked, gathered across block batches. */
   const pending: string[] = []
   let blocksOut = 0
+  let requestsOut = 0
+  const blocksArrived = createSignal()
+
+  /** The receipts batch to send now, if any: a full one, or (no blocks left to ask) this worker's share of what remains. */
+  function receiptsToSend(): string[] | undefined {
+    if (pending.length >= receiptBatchSize) return pending.splice(0, receiptBatchSize)
+    if (next <= options.to || pending.length === 0) return undefined
+    // the tail: no new block will fill a batch soon, and a request slot left idle is time lost; each idle worker takes an equal share
+    const idle = Math.max(1, options.concurrency - requestsOut)
+    return pending.splice(0, Math.min(receiptBatchSize, Math.ceil(pending.length / idle)))
+  }
+
   async function worker() {
     for (;;) {
-      // a batch of receipts first, when one is full (or nothing else is left to ask): the blocks' requests wait behind
-      if (pending.length >= options.batchSize || (pending.length > 0 && next > options.to && blocksOut === 0)) {
-        const hashes = pending.splice(0, options.batchSize)
-        refused += (await rawReceipts(options.url, hashes)).refused
+      const hashes = receiptsToSend()
+      if (hashes) {
+        requestsOut++
+        refused += (await rawReceipts(options.url, hashes).finally(() => requestsOut--)).refused
         receipts += hashes.length
         requests++
         continue
       }
-      // nothing left but what the worker with blocks still out will find (it asks their receipts itself)
-      if (next > options.to) break
+      if (next > options.to) {
+        if (blocksOut === 0) break
+        // blocks still out may bring candidates: wait for them rather than leave their receipts to one worker
+        await blocksArrived.next()
+        continue
+      }
       const start = next
       const end = Math.min(options.to, start + step - 1)
       next = end + 1
       const numbers = Array.from({ length: end - start + 1 }, (_, i) => start + i)
       blocksOut++
-      const counted = await fetchBlocks(numbers).finally(() => blocksOut--)
+      requestsOut++
+      const counted = await fetchBlocks(numbers).finally(() => {
+        blocksOut--
+        requestsOut--
+      })
       pending.push(...counted.candidates)
       transactions += counted.transactions
       refused += counted.refused
       requests++
       blocks += numbers.length
+      blocksArrived.fire()
     }
   }
   if (options.flush !== false) flushDirtyPages()
@@ -216,36 +260,62 @@ export async function measureFloor(options: FloorOptions): Promise<FloorResult> 
     refused,
     receipts,
     batchSize: options.batchSize,
+    receiptBatchSize,
     concurrency: options.concurrency,
     clientCpuSeconds: (cpu.user + cpu.system) / 1e6,
   }
 }
 
-export type SweepPoint = { batchSize: number; concurrency: number; txPerSecond: number; refused: number }
+export type SweepPoint = { batchSize: number; receiptBatchSize: number; concurrency: number; txPerSecond: number; refused: number }
 
 export type Sweep = {
   /** Every point on the sample, fastest first. */
   ranked: SweepPoint[]
+  /** The receipts' length every block batch × concurrency was ranked at (the first stage; `candidates` only). */
+  sampleReceiptBatchSize: number | undefined
   /** The fastest points of the sample, each fetching the whole chain, fastest first. */
   finalists: SweepPoint[]
   /** The winner: the fastest finalist. */
   batchSize: number
+  /** Candidates' receipts per request at the winner (`batchSize` when the client asks none). */
+  receiptBatchSize: number
   concurrency: number
 }
 
 const pointOf = (result: FloorResult): SweepPoint => ({
   batchSize: result.batchSize,
+  receiptBatchSize: result.receiptBatchSize,
   concurrency: result.concurrency,
   txPerSecond: (result.transactions / result.ms) * 1000,
   refused: result.refused,
 })
 const fastestFirst = (a: SweepPoint, b: SweepPoint) => b.txPerSecond - a.txPerSecond
+const samePoint = (a: Omit<SweepPoint, 'txPerSecond' | 'refused'>) => (b: SweepPoint) =>
+  a.batchSize === b.batchSize && a.concurrency === b.concurrency && a.receiptBatchSize === b.receiptBatchSize
+
+/** The grid's middle length: the first stage ranks block points at a length neither very short nor very long. */
+export function middleOf(lengths: readonly number[]): number {
+  const sorted = [...lengths].sort((a, b) => a - b)
+  return sorted[Math.floor((sorted.length - 1) / 2)]!
+}
 
 /**
- * The plain client's best operating point on this node: every batch size ×
- * concurrency ranked on the first `sampleBlocks` blocks, the `finalists`
- * best of them fetching the whole chain (a sample can favour a point by
- * luck), and the fastest of those wins.
+ * The plain client's best operating point on this node, in two stages on
+ * the first `sampleBlocks` blocks, then the `finalists` best of every
+ * point fetching the whole chain (a sample can favour a point by luck); the
+ * fastest of those wins.
+ *
+ * 1. Every block batch size × concurrency, with the candidates' receipts
+ *    (`candidates`) at one length for all: the grid's middle, so no block
+ *    point is ranked by its receipts' length (tied to the blocks', a short
+ *    block batch would also pay short receipts batches).
+ * 2. At the `receiptBlockPoints` best block points of stage 1, every
+ *    receipts length of `receiptBatchSizes`. Sweeping them jointly with the
+ *    blocks' grid would multiply the sample points (16 × 6 = 96); two block
+ *    points × the other 5 lengths add 10 to stage 1's 16, about two passes
+ *    over a fifth of the chain. Two, not one: receipts share the requests
+ *    in flight with blocks, so a shorter or longer receipts batch can favour
+ *    another concurrency than stage 1's winner.
  */
 export async function sweepFloor(options: {
   url: string
@@ -254,26 +324,43 @@ export async function sweepFloor(options: {
   sampleBlocks: number
   batchSizes: readonly number[]
   concurrencies: readonly number[]
+  /** Lengths of the candidates' receipts batches to try (`candidates`; stage 2). */
+  receiptBatchSizes?: readonly number[]
+  /** How many of stage 1's best block points stage 2 tries every receipts length at. */
+  receiptBlockPoints?: number
   finalists: number
   receipts?: boolean
   candidates?: boolean
 }): Promise<Sweep> {
   const receipts = options.receipts === true
   const candidates = options.candidates === true
+  const receiptLengths = candidates ? (options.receiptBatchSizes ?? []) : []
+  // without a grid of its own, receipts go at the blocks' batch size, as before issue 41's sweep
+  const sampleReceiptBatchSize = receiptLengths.length > 0 ? middleOf(receiptLengths) : undefined
+  const to = Math.min(options.to, options.from + options.sampleBlocks - 1)
+  const onSample = async (batchSize: number, concurrency: number, receiptBatchSize: number | undefined) =>
+    pointOf(await measureFloor({ url: options.url, from: options.from, to, batchSize, concurrency, receipts, candidates, flush: false, ...(receiptBatchSize !== undefined && { receiptBatchSize }) }))
   // once for the whole sweep: a sync per point costs seconds on a busy machine, for points that only rank
   flushDirtyPages()
-  const ranked: SweepPoint[] = []
+  const blockPoints: SweepPoint[] = []
   for (const batchSize of options.batchSizes) {
-    for (const concurrency of options.concurrencies) {
-      const to = Math.min(options.to, options.from + options.sampleBlocks - 1)
-      ranked.push(pointOf(await measureFloor({ url: options.url, from: options.from, to, batchSize, concurrency, receipts, candidates, flush: false })))
+    for (const concurrency of options.concurrencies) blockPoints.push(await onSample(batchSize, concurrency, sampleReceiptBatchSize))
+  }
+  blockPoints.sort(fastestFirst)
+  const ranked = [...blockPoints]
+  for (const best of blockPoints.slice(0, receiptLengths.length > 0 ? (options.receiptBlockPoints ?? 2) : 0)) {
+    for (const receiptBatchSize of receiptLengths) {
+      if (ranked.some(samePoint({ ...best, receiptBatchSize }))) continue
+      ranked.push(await onSample(best.batchSize, best.concurrency, receiptBatchSize))
     }
   }
   ranked.sort(fastestFirst)
   const finalists: SweepPoint[] = []
   for (const point of ranked.slice(0, options.finalists)) {
-    finalists.push(pointOf(await measureFloor({ url: options.url, from: options.from, to: options.to, batchSize: point.batchSize, concurrency: point.concurrency, receipts, candidates })))
+    const { batchSize, concurrency, receiptBatchSize } = point
+    finalists.push(pointOf(await measureFloor({ url: options.url, from: options.from, to: options.to, batchSize, concurrency, receiptBatchSize, receipts, candidates })))
   }
   finalists.sort(fastestFirst)
-  return { ranked, finalists, batchSize: finalists[0]!.batchSize, concurrency: finalists[0]!.concurrency }
+  const winner = finalists[0]!
+  return { ranked, sampleReceiptBatchSize, finalists, batchSize: winner.batchSize, receiptBatchSize: winner.receiptBatchSize, concurrency: winner.concurrency }
 }

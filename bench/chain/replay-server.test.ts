@@ -2,7 +2,7 @@ import { createPublicClient, http, parseAbiItem, type Hash } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ExpectedIndex } from '../../devnet/ledger.js'
 import { openChain, type Chain } from './files.js'
-import { measureFloor } from './floor.js'
+import { measureFloor, middleOf, sweepFloor } from './floor.js'
 import { ensureChain } from './generate.js'
 import { createReplayServer, type ReplayServer } from './replay-server.js'
 import { testChainParams } from './test-chain.js'
@@ -151,6 +151,47 @@ describe('floor', () => {
     expect(result.transactions).toBe(truth.transactions)
     // 12 blocks in batches of at most 5
     expect(result.requests).toBe(3)
+  })
+
+  it('asks the candidates\' receipts in batches of their own length, gathered across block batches', async () => {
+    server.release({ head: chain.lastBlock })
+    const asked = () => server.stats().calls.eth_getTransactionReceipt ?? 0
+    const run = async (receiptBatchSize: number) => {
+      const before = asked()
+      const result = await measureFloor({ url: server.url, from: 1, to: chain.lastBlock, batchSize: 2, concurrency: 3, candidates: true, receiptBatchSize })
+      return { result, asked: asked() - before }
+    }
+    const short = await run(7)
+    expect(short.result.receipts).toBeGreaterThan(7)
+    expect(short.asked).toBe(short.result.receipts)
+    expect(short.result.receiptBatchSize).toBe(7)
+    // 6 block batches; receipts 7 a request, but for the tail's shares (at most one per request in flight)
+    expect(short.result.requests - 6).toBeLessThanOrEqual(Math.ceil(short.result.receipts / 7) + 3)
+    // longer than every candidate of the chain: all of them wait for the last blocks, then go split among the requests in flight
+    const long = await run(1_000)
+    expect(long.result.receipts).toBe(short.result.receipts)
+    expect(long.result.transactions).toBe(truth.transactions)
+    expect(long.result.requests - 6).toBeGreaterThanOrEqual(1)
+    expect(long.result.requests - 6).toBeLessThanOrEqual(3)
+  })
+
+  it('sweeps the receipts\' length at the best block points, and names it with the winner', async () => {
+    const grid = { url: server.url, from: 1, to: chain.lastBlock, sampleBlocks: 6, batchSizes: [3, 6], concurrencies: [1, 2], finalists: 2 }
+    const sweep = await sweepFloor({ ...grid, candidates: true, receiptBatchSizes: [5, 50, 1_000], receiptBlockPoints: 1 })
+    expect(middleOf([5, 50, 1_000])).toBe(50)
+    expect(sweep.sampleReceiptBatchSize).toBe(50)
+    // 2 × 2 block points at 50 receipts a request, then the best of them at 5 and 1,000
+    expect(sweep.ranked).toHaveLength(6)
+    const best = sweep.ranked.filter((p) => p.receiptBatchSize !== 50)
+    expect(new Set(best.map((p) => `${p.batchSize}×${p.concurrency}`)).size).toBe(1)
+    expect([5, 50, 1_000]).toContain(sweep.receiptBatchSize)
+    expect(sweep.finalists).toHaveLength(2)
+    expect(sweep.finalists[0]).toMatchObject({ batchSize: sweep.batchSize, concurrency: sweep.concurrency, receiptBatchSize: sweep.receiptBatchSize })
+    // blocks only: no receipts stage, and the length is the blocks' (it asks none)
+    const blocksOnly = await sweepFloor(grid)
+    expect(blocksOnly.ranked).toHaveLength(4)
+    expect(blocksOnly.sampleReceiptBatchSize).toBeUndefined()
+    expect(blocksOnly.receiptBatchSize).toBe(blocksOnly.batchSize)
   })
 
   it('downloads the same blocks through the indexer\'s RPC client', async () => {

@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os'
-import { measureFloor, sweepFloor, type FloorResult, type Sweep } from '../chain/floor.js'
+import { measureFloor, sweepFloor, type FloorResult, type Sweep, type SweepPoint } from '../chain/floor.js'
 import type { ChainTruth } from '../chain/truth.js'
 import type { ProfileSpec } from '../chain/node-profiles.js'
 import type { ReplayProcess } from '../chain/replay-process.js'
@@ -18,7 +18,8 @@ import { median } from './stats.js'
  *
  * On a sparse chain the floor is the plain client that produces the same
  * answer: every block plus the candidates' receipts (floor.ts,
- * `candidates`); the blocks-only client, today's figure before issue 41,
+ * `candidates`), their batches of a length swept on their own at the best
+ * block points (`receiptBatchSizes`); the blocks-only client, today's figure before issue 41,
  * is swept and measured beside it as a reference. A dense chain's floor
  * asks every block's receipts. Each round also reads what the node spent
  * (its process's CPU, plus a modelled thread's busy time on the one-thread
@@ -32,6 +33,10 @@ export type CaseSpec = {
   sampleBlocks: number
   batchSizes: readonly number[]
   concurrencies: readonly number[]
+  /** Lengths of the candidates' receipts batches the sweep tries (sparse chains). */
+  receiptBatchSizes: readonly number[]
+  /** How many of the best block points get every receipts length tried. */
+  receiptBlockPoints: number
   finalists: number
   reps: number
   timeoutMs: number
@@ -63,20 +68,43 @@ async function floorWithNodeCost(replay: ReplayProcess, run: () => Promise<Floor
   return { floor, node: { seconds: (stats.processCpuMs + stats.modelledBusyMs) / 1000, modelledBusySeconds: stats.modelledBusyMs / 1000 } }
 }
 
-function printSweep(label: string, sweep: Sweep, sampleBlocks: number): void {
-  const batchSizes = [...new Set(sweep.ranked.map((point) => point.batchSize))].sort((a, b) => a - b)
-  const concurrencies = [...new Set(sweep.ranked.map((point) => point.concurrency))].sort((a, b) => a - b)
-  const at = (batchSize: number, concurrency: number) => sweep.ranked.find((p) => p.batchSize === batchSize && p.concurrency === concurrency)
+const withRefusals = (point: SweepPoint) => `${fmt(point.txPerSecond)}${point.refused > 0 ? ` (${point.refused})` : ''}`
+/** A sweep point as `b20×c8` (blocks per request × in flight), with `r100` (receipts per request) when the client asks any. */
+const pointName = (point: { batchSize: number; concurrency: number; receiptBatchSize: number }, candidates: boolean) =>
+  `b${point.batchSize}×c${point.concurrency}${candidates ? ` r${point.receiptBatchSize}` : ''}`
+
+function printSweep(label: string, sweep: Sweep, sampleBlocks: number, candidates: boolean): void {
+  // stage 1: block batch × concurrency, receipts at one length for all (or at the blocks' batch size)
+  const blockStage = sweep.ranked.filter((p) => p.receiptBatchSize === (sweep.sampleReceiptBatchSize ?? p.batchSize))
+  const batchSizes = [...new Set(blockStage.map((point) => point.batchSize))].sort((a, b) => a - b)
+  const concurrencies = [...new Set(blockStage.map((point) => point.concurrency))].sort((a, b) => a - b)
+  const at = (batchSize: number, concurrency: number) => blockStage.find((p) => p.batchSize === batchSize && p.concurrency === concurrency)
   printTable(
-    `${label}: plain client sweep, tx/s over the first ${fmt(sampleBlocks)} blocks (429s in brackets); whole chain: ` +
-      sweep.finalists.map((p) => `b${p.batchSize}×c${p.concurrency} ${fmt(p.txPerSecond)}`).join(', ') +
-      `; floor at batch ${sweep.batchSize} × ${sweep.concurrency} in flight`,
+    `${label}: plain client sweep, tx/s over the first ${fmt(sampleBlocks)} blocks (429s in brackets)` +
+      `${sweep.sampleReceiptBatchSize !== undefined ? `, receipts ${sweep.sampleReceiptBatchSize} a request` : ''}; whole chain: ` +
+      sweep.finalists.map((p) => `${pointName(p, candidates)} ${fmt(p.txPerSecond)}`).join(', ') +
+      `; floor at ${pointName(sweep, candidates)}`,
     ['batch \\ in flight', ...concurrencies.map(String)],
     batchSizes.map((batchSize) => [
       String(batchSize),
       ...concurrencies.map((concurrency) => {
         const point = at(batchSize, concurrency)
-        return point ? `${fmt(point.txPerSecond)}${point.refused > 0 ? ` (${point.refused})` : ''}` : ''
+        return point ? withRefusals(point) : ''
+      }),
+    ]),
+  )
+  if (sweep.sampleReceiptBatchSize === undefined) return
+  // stage 2: every receipts length at the best block points
+  const blockPoints = [...new Set(sweep.ranked.filter((p) => !blockStage.includes(p)).map((p) => `${p.batchSize}×${p.concurrency}`))]
+  const lengths = [...new Set(sweep.ranked.map((p) => p.receiptBatchSize))].sort((a, b) => a - b)
+  printTable(
+    `${label}: receipts per request at the best block points, tx/s over the same blocks`,
+    ['blocks × in flight \\ receipts', ...lengths.map(String)],
+    blockPoints.map((name) => [
+      name,
+      ...lengths.map((length) => {
+        const point = sweep.ranked.find((p) => `${p.batchSize}×${p.concurrency}` === name && p.receiptBatchSize === length)
+        return point ? withRefusals(point) : ''
       }),
     ]),
   )
@@ -96,14 +124,16 @@ export async function measureCase(replay: ReplayProcess, truth: ChainTruth, spec
       sampleBlocks: spec.sampleBlocks,
       batchSizes: spec.batchSizes,
       concurrencies: spec.concurrencies,
+      receiptBatchSizes: spec.receiptBatchSizes,
+      receiptBlockPoints: spec.receiptBlockPoints,
       finalists: spec.finalists,
       receipts: spec.receipts,
       candidates: withCandidates,
     })
   const sweep = await sweepOf(candidates)
-  printSweep(`${spec.label}${candidates ? ' (blocks + candidates\' receipts)' : ''}`, sweep, spec.sampleBlocks)
+  printSweep(`${spec.label}${candidates ? ' (blocks + candidates\' receipts)' : ''}`, sweep, spec.sampleBlocks, candidates)
   const referenceSweep = candidates ? await sweepOf(false) : undefined
-  if (referenceSweep) printSweep(`${spec.label} (blocks only, reference)`, referenceSweep, spec.sampleBlocks)
+  if (referenceSweep) printSweep(`${spec.label} (blocks only, reference)`, referenceSweep, spec.sampleBlocks, false)
   process.stdout.write(`${spec.label}: sweep took ${fmt((performance.now() - sweepStarted) / 1000, 1)} s\n`)
   const floorAt = async (at: Sweep, client: 'raw' | 'indexer-rpc', withCandidates: boolean) => {
     await replay.release({ head: truth.lastBlock })
@@ -113,6 +143,7 @@ export async function measureCase(replay: ReplayProcess, truth: ChainTruth, spec
         from: 1,
         to: truth.lastBlock,
         batchSize: at.batchSize,
+        receiptBatchSize: at.receiptBatchSize,
         concurrency: at.concurrency,
         client,
         receipts: spec.receipts,
@@ -216,7 +247,7 @@ function summarise(spec: CaseSpec, truth: ChainTruth, sweep: Sweep, rounds: Roun
         `floor: raw HTTP client + JSON.parse${spec.receipts ? ' (blocks + block receipts)' : " (blocks + the candidates' receipts)"} at its best point`,
         fmt(floorTx),
         fmt(medianOf((r) => r.floor.ms) / 1000, 2),
-        `batch ${sweep.batchSize}, ${sweep.concurrency} in flight${rounds[0]?.floor.receipts ? `; ${fmt(rounds[0].floor.receipts)} receipts` : ''}`,
+        `batch ${sweep.batchSize}, ${sweep.concurrency} in flight${rounds[0]?.floor.receipts ? `; ${fmt(rounds[0].floor.receipts)} receipts, ${sweep.receiptBatchSize} a request` : ''}`,
       ],
       ...(reference
         ? [['reference: the same client, blocks only, at its own best point', fmt(reference.txPerSecond), '', `batch ${reference.point.batchSize}, ${reference.point.concurrency} in flight; pipeline / it ${ratio(reference.ratio)}`]]
@@ -251,7 +282,8 @@ function summarise(spec: CaseSpec, truth: ChainTruth, sweep: Sweep, rounds: Roun
     attributionRows: truth.attributionRows,
     pipelineTxPerSecond: pipelineTx,
     floorTxPerSecond: floorTx,
-    floorPoint: { batchSize: sweep.batchSize, concurrency: sweep.concurrency, receipts: spec.receipts },
+    // receiptBatchSize: the candidates' receipts per request (sparse chains); null when the floor asks none
+    floorPoint: { batchSize: sweep.batchSize, concurrency: sweep.concurrency, receiptBatchSize: spec.receipts ? null : sweep.receiptBatchSize, receipts: spec.receipts },
     sweep,
     indexerRpcClientTxPerSecond: rpcClientTx,
     ratio: medianRatio,
