@@ -11,6 +11,7 @@ import { createRangeQueue, type RangeQueue } from '../pipeline/queue.js'
 import { createCodeResolver } from '../pipeline/resolve.js'
 import { createFinality } from '../pipeline/finality.js'
 import { createRangeWorker, type RangeWorker, type WorkerChain } from '../pipeline/worker.js'
+import { createThreadedIndexStore, type ThreadedIndexStore } from '../store/threaded-store.js'
 import { createRedis, type Redis } from '../redis/client.js'
 import { createRegistry } from '../registry/register.js'
 import { publishEndpointStates, PUBLISH_EVERY_MS, readEndpointStates } from '../indexer-status/endpoints.js'
@@ -166,6 +167,7 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
   }
 
   let worker: RangeWorker | undefined
+  let commitStore: ThreadedIndexStore | undefined
   if (roles.worker) {
     const workerChains = new Map<number, WorkerChain>(
       chains.map((chain) => {
@@ -178,6 +180,7 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
     )
     const workerConnection = createRedis(config.REDIS_URL, 'queue')
     connections.push(workerConnection)
+    commitStore = createThreadedIndexStore({ databaseUrl: config.DATABASE_URL })
     worker = createRangeWorker({
       db,
       connection: workerConnection,
@@ -192,6 +195,7 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
       resolver: createCodeResolver({ registry: createRegistry({ db }) }),
       logger,
       metrics,
+      store: commitStore,
     })
   }
 
@@ -211,6 +215,7 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
         if (released > 0) logger.info({ ranges: released }, 'released the ranges in progress to other workers')
         await worker.close(true)
       }
+      await commitStore?.close()
       await Promise.race([followersStopped, sleep(FOLLOWER_STOP_GRACE_MS)])
       await queue.close()
       for (const connection of connections) connection.disconnect()

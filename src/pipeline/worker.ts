@@ -8,7 +8,7 @@ import type { LiveStage } from '../metrics/live-stages.js'
 import type { Redis } from '../redis/client.js'
 import type { Rpc } from '../rpc/client.js'
 import { commitRange, type AttributionRow, type CommitOutcome, type RangeResult } from '../store/commit.js'
-import { createIndexStore } from '../store/index-store.js'
+import { createIndexStore, type IndexStore } from '../store/index-store.js'
 import { createCommitBatcher } from './commit-batches.js'
 import type { Finality } from './finality.js'
 import { BranchMismatchError, fetchRange, RangeTooDenseError, type FetchedRange } from './fetch.js'
@@ -39,6 +39,8 @@ export type RangeWorkerOptions = {
   resolver: CodeResolver
   logger: Logger
   metrics?: IndexerMetrics
+  /** Where commits go (the daemon's: a thread of their own, store/threaded-store.ts); by default one in this thread on `db`. */
+  store?: IndexStore
 }
 
 /**
@@ -192,7 +194,7 @@ export function createRangeWorker(options: RangeWorkerOptions) {
   const commits = createCommitBatcher({
     db: options.db,
     // one store per worker process: the commit's memory between statements is its own
-    store: createIndexStore({ db: options.db }),
+    store: options.store ?? createIndexStore({ db: options.db }),
     // fewer than the slots beyond the block fetches: ranges waiting to commit never idle the fetches
     maxRanges: options.concurrency,
     maxWaitMs: 500,

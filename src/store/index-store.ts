@@ -11,7 +11,6 @@ import { createEveryChainMemory } from './every-chain.js'
  * and hand it what commits.
  */
 export type IndexStore = {
-  db: Database
   /** Commits ranges exactly once, in one transaction: by the bulk path when every one is final (bulk-commit.ts), else the tip path's statement (commit.ts). */
   commitRanges(results: readonly RangeResult[]): Promise<CommitOutcome[]>
   commitRange(result: RangeResult): Promise<CommitOutcome>
@@ -22,7 +21,6 @@ export function createIndexStore({ db }: { db: Database }): IndexStore {
   const commitEither = (results: readonly RangeResult[]) =>
     results.every((result) => result.final) ? commitFinalRanges(db, results, everyChain) : commitRanges(db, results, everyChain)
   return {
-    db,
     commitRanges: (results) => commitEither(results),
     commitRange: async (result) => (await commitEither([result]))[0]!,
   }

@@ -1,0 +1,59 @@
+/**
+ * The commit stage's own thread (threaded-store.ts starts it): an
+ * IndexStore on a database pool of its own, committing what the worker's
+ * main thread sends it.
+ *
+ * Why a thread: a commit is a transaction of a dozen round trips (its
+ * statements, its COPY streamed out), and PostgreSQL waits on the
+ * committing process's event loop between them. On the main thread that
+ * loop also scans RPC answers, decodes and folds: on the dense bench its
+ * delay reached 0.5–1.7 s every few seconds, so each 37k-row bulk commit
+ * held its transaction (and the lock that makes bulk commits take turns)
+ * for 8–15 s while PostgreSQL worked ~1.5 s of it (bench/LOG.md, "a commit
+ * thread"). Here the loop does nothing but commits, and the batch's folding
+ * and COPY text run beside the main thread's fetching, on the other core.
+ */
+import { parentPort, workerData } from 'node:worker_threads'
+import { closeDatabase, createDatabase } from '../db/client.js'
+import type { RangeResult } from './commit.js'
+import { createIndexStore } from './index-store.js'
+import type { CommitReply, CommitRequest, CommitThreadSettings } from './threaded-store.js'
+
+const settings = workerData as CommitThreadSettings
+const db = createDatabase({ url: settings.databaseUrl, poolSize: settings.poolSize })
+const store = createIndexStore({ db })
+const port = parentPort!
+
+/** An error as the main thread rebuilds it: what its callers read (name, message, a driver's code), never the object. */
+function plainError(error: unknown): CommitReply['error'] {
+  const { name = 'Error', message = String(error), code, stack } = (error ?? {}) as { name?: string; message?: string; code?: unknown; stack?: string }
+  return { name, message, ...(typeof code === 'string' && { code }), ...(stack && { stack }) }
+}
+
+const inFlight = new Set<Promise<void>>()
+let closing = false
+
+async function commit({ id, results }: CommitRequest): Promise<void> {
+  let reply: CommitReply
+  try {
+    if (closing) throw new Error('the commit thread is closing')
+    reply = { id, outcomes: await store.commitRanges(results as RangeResult[]) }
+  } catch (error) {
+    reply = { id, error: plainError(error) }
+  }
+  port.postMessage(reply)
+}
+
+async function close(): Promise<void> {
+  closing = true
+  // every commit held is answered, committed or not, before the pool and the thread end
+  await Promise.allSettled(inFlight)
+  await closeDatabase(db).catch(() => {})
+  port.close()
+}
+
+port.on('message', (message: CommitRequest | 'close') => {
+  if (message === 'close') return void close()
+  const committing = commit(message).finally(() => inFlight.delete(committing))
+  inFlight.add(committing)
+})
