@@ -3,7 +3,9 @@ import { fileURLToPath } from 'node:url'
 
 /**
  * patches/postgres+3.4.9.patch fixes postgres.js losing a pooled connection
- * (and hanging every later query) when Postgres goes away mid-write. It is
+ * (and hanging every later query) when Postgres goes away mid-write, and a
+ * COPY that fails after its data was sent leaving its writer waiting for
+ * ever (store/bulk-commit.ts). It is
  * applied by `patch-package` in npm's postinstall, which `npm ci
  * --ignore-scripts` skips silently: the service would then run, and hang at
  * the first outage. Each patched file carries a line only the patch adds.

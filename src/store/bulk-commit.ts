@@ -2,12 +2,13 @@ import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type postgres from 'postgres'
 import { planForParameters, type Database } from '../db/client.js'
-import { arrayLiteral, attributionInsert, suffixInsert } from './attribution-columns.js'
+import type { AttributionRecord } from '../attribution/records.js'
+import { arrayLiteral, attributionInsert, suffixInsert, type AttributionRow } from './attribution-columns.js'
 import { HOUR_MS, HOURLY_TOTALS_DAYS } from './buckets.js'
 import { BLOCK_CONFLICT_SQL, blocksInsert, malformedInsert, rangeFlipCtes, recordsOf, type CommitOutcome, type RangeResult } from './commit.js'
 import { ATTRIBUTION_EVENTS_CHANNEL } from './events.js'
 import { createEveryChainMemory, forgetEveryChainState, writesEveryChain, type EveryChainMemory } from './every-chain.js'
-import { foldAggregates, type FoldContext, type FoldedAggregates, type WindowBound } from './fold.js'
+import { createFolder, type FoldContext, type FoldedAggregates, type WindowBound } from './fold.js'
 import { FINAL_REFS, holdRefsWritersAlone } from './final-refs.js'
 
 /**
@@ -33,20 +34,23 @@ type Tx = postgres.TransactionSql
 /** A batch with a range no longer pending: nothing written, its caller commits the ranges one by one. */
 class StaleBatch extends Error {}
 
+/** The every-chain scope is not in the state the batch was folded for: folded again with it as it now is. */
+class ScopeMoved extends Error {}
+
 export async function commitFinalRanges(db: Database, results: readonly RangeResult[], memory: EveryChainMemory = createEveryChainMemory()): Promise<CommitOutcome[]> {
   const sql = db.$client
   const chainIds = results.map(({ job }) => job.chainId)
-  const rows = copyTexts(results)
+  const rows = await copyTexts(results)
   // the every-chain scope's state can change under a commit only once in a database's life: a second try fits
   for (let attempt = 0; attempt < 3; attempt++) {
     const everyChain = await writesEveryChain(sql, chainIds, memory)
-    const aggregates = prepareAggregates(results, await foldContext(sql, everyChain))
+    const prepared = await prepareAggregates(results, await foldContext(sql, everyChain))
     try {
-      const written = await sql.begin((tx) => commitInTransaction(tx, results, everyChain, rows, aggregates))
-      if (written) return results.map(({ rows }) => ({ committed: true, inserted: rows.length }))
+      await sql.begin((tx) => commitInTransaction(tx, results, rows, prepared))
+      return results.map(({ rows }) => ({ committed: true, inserted: rows.length }))
     } catch (error) {
       if (error instanceof StaleBatch) return results.map(() => ({ committed: false, inserted: 0 }))
-      throw error
+      if (!(error instanceof ScopeMoved)) throw error
     }
     forgetEveryChainState(memory)
   }
@@ -54,71 +58,117 @@ export async function commitFinalRanges(db: Database, results: readonly RangeRes
 }
 
 /**
+ * Rows a piece of the preparation handles before the event loop runs
+ * again: a batch is tens of thousands of rows, prepared while the other
+ * batch in flight waits on this loop between its statements (~20 ms a piece).
+ */
+const ROWS_A_PIECE = 2_000
+
+const turnOfTheLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/** `visit` over every range's rows in pieces of ROWS_A_PIECE, the event loop let run between pieces. */
+async function inPieces(results: readonly RangeResult[], visit: (result: RangeResult, rows: readonly AttributionRow[]) => void): Promise<void> {
+  for (const result of results)
+    for (let from = 0; from < result.rows.length; from += ROWS_A_PIECE) {
+      visit(result, result.rows.slice(from, from + ROWS_A_PIECE))
+      await turnOfTheLoop()
+    }
+}
+
+/**
  * What a commit writes, made before its transaction: the COPY texts and the
  * aggregates folded as array literals. Bulk commits run one at a time
- * (holdRefsWritersAlone), so the next batch's folding, the daemon's work,
- * overlaps the running one's statements, PostgreSQL's — instead of the
- * database waiting on the daemon inside each transaction.
+ * (holdRefsWritersAlone), so the next batch's folding overlaps the running
+ * one's statements instead of the database waiting on it inside each
+ * transaction.
  */
 type PreparedAggregates = { context: FoldContext; literals: Literals }
 
-function prepareAggregates(results: readonly RangeResult[], context: FoldContext): PreparedAggregates {
-  return { context, literals: literalsOf(foldAggregates(results, context)) }
+async function prepareAggregates(results: readonly RangeResult[], context: FoldContext): Promise<PreparedAggregates> {
+  const folder = createFolder(context)
+  await inPieces(results, ({ job }, rows) => folder.add(job, rows))
+  return { context, literals: literalsOf(folder.result()) }
 }
 
-/** False when the every-chain scope is not in the state assumed (nothing written). */
-async function commitInTransaction(
-  tx: Tx,
-  results: readonly RangeResult[],
-  everyChain: boolean,
-  rows: CopyTexts | undefined,
-  prepared: PreparedAggregates,
-): Promise<boolean> {
-  // its arrays hold thousands of rows: planned for them, never by a generic plan costed for 100 (commit.ts)
-  await planForParameters(tx)
-  await holdRefsWritersAlone(tx)
-  const [state] = await tx<{ ok: boolean }[]>`
-    select kept = ${everyChain} and (kept or only_chain = ${results[0]!.job.chainId}) as ok from every_chain_scope where id = 1 for share`
-  if (!state?.ok) return false
-  await flipRangesToDone(tx, results)
-  await recordFinalThrough(tx, results)
-  await storeBlocksAndMalformed(tx, results)
-  if (rows) await copyRows(tx, rows)
-  // folded with the windows and hour read before the transaction: folded again if they moved since (once an hour)
-  const context = await foldContext(tx, everyChain, { lock: true })
-  await writeAggregates(tx, sameContext(context, prepared.context) ? prepared.literals : prepareAggregates(results, context).literals)
-  return true
+/**
+ * The transaction in a few round trips whatever the batch (one per
+ * statement cost the dense bench seconds a commit: each waits on this
+ * process's event loop). Its first statements go out together (postgres.js
+ * pipelines a transaction's queries issued without waiting); their answers
+ * say whether the batch is still to be written — a range no longer pending
+ * is StaleBatch, the every-chain scope in another state ScopeMoved, both
+ * rolled back — and with which windows: folded again if a window moved since
+ * the batch was prepared (they are locked from here on, as the tip path
+ * locks them). Then the aggregates and the COPY of the rows go out together,
+ * and COMMIT. The COPY is sent only once the verdict is in: a COPY that
+ * fails (a stale range's rows exist) leaves the driver waiting for ever.
+ */
+async function commitInTransaction(tx: Tx, results: readonly RangeResult[], rows: CopyTexts | undefined, prepared: PreparedAggregates): Promise<void> {
+  const { context } = prepared
+  // sent in this order: each query is executed as it is made (awaited, a query would go out a turn later, after
+  // those executed meanwhile: `await` defers a thenable's `then`)
+  const [, , scope, flip, current] = await settledInOrder([
+    // its arrays hold thousands of rows: planned for them, never by a generic plan costed for 100 (commit.ts)
+    planForParameters(tx),
+    holdRefsWritersAlone(tx),
+    tx<{ ok: boolean }[]>`
+      select kept = ${context.everyChain} and (kept or only_chain = ${results[0]!.job.chainId}) as ok from every_chain_scope where id = 1 for share`.execute(),
+    tx<{ done: number }[]>`with ${rangeFlipCtes(tx, results)} select count(*)::int as done from done`.execute(),
+    foldContext(tx, context.everyChain, { lock: true }),
+    ...recordFinalThrough(tx, results).map((query) => query.execute()),
+    ...storeBlocksAndMalformed(tx, results).map((query) => query.execute()),
+  ])
+  if ((flip as Array<{ done: number }>)[0]!.done !== results.length) throw new StaleBatch()
+  if (!(scope as Array<{ ok: boolean }>)[0]?.ok) throw new ScopeMoved()
+  const windows = current as FoldContext
+  const literals = sameContext(windows, context) ? prepared.literals : (await prepareAggregates(results, windows)).literals
+  await settledInOrder([writeAggregates(tx, literals), rows && copyRows(tx, rows)])
 }
 
-/** Flips the ranges to done (rangeFlipCtes), or throws StaleBatch if one is no longer pending. */
-async function flipRangesToDone(tx: Tx, results: readonly RangeResult[]) {
-  const [row] = await tx<{ done: number }[]>`with ${rangeFlipCtes(tx, results)} select count(*)::int as done from done`
-  if (row!.done !== results.length) throw new StaleBatch()
+/**
+ * The answers of queries sent together, once every one is in (the
+ * transaction ends, by COMMIT or ROLLBACK, only when nothing of it is on its
+ * way); the first failure, if any, thrown.
+ */
+async function settledInOrder(answers: ReadonlyArray<Promise<unknown> | undefined>): Promise<unknown[]> {
+  const settled = await Promise.allSettled(answers)
+  const failed = settled.find((answer) => answer.status === 'rejected')
+  if (failed) throw failed.reason
+  return settled.map((answer) => (answer as PromiseFulfilledResult<unknown>).value)
 }
 
 /** Per chain, the highest block committed in bulk: a rollback below it is refused (follower/reconcile.ts). */
-async function recordFinalThrough(tx: Tx, results: readonly RangeResult[]) {
+function recordFinalThrough(tx: Tx, results: readonly RangeResult[]) {
   const highest = new Map<number, number>()
   for (const { job } of results) highest.set(job.chainId, Math.max(highest.get(job.chainId) ?? -1, job.toBlock))
-  for (const [chainId, block] of highest)
-    await tx`
+  return [...highest].map(
+    ([chainId, block]) => tx`
       insert into chain_finality (chain_id, final_through) values (${chainId}, ${block})
-      on conflict (chain_id) do update set final_through = greatest(chain_finality.final_through, excluded.final_through)`
+      on conflict (chain_id) do update set final_through = greatest(chain_finality.final_through, excluded.final_through)`,
+  )
 }
 
-async function storeBlocksAndMalformed(tx: Tx, results: readonly RangeResult[]) {
-  await tx`${blocksInsert(tx, results)} ${tx.unsafe(BLOCK_CONFLICT_SQL)}`
-  if (results.some(({ malformed }) => malformed.length > 0)) await tx`${malformedInsert(tx, results)} on conflict do nothing`
+function storeBlocksAndMalformed(tx: Tx, results: readonly RangeResult[]) {
+  const blocks = tx`${blocksInsert(tx, results)} ${tx.unsafe(BLOCK_CONFLICT_SQL)}`
+  return results.some(({ malformed }) => malformed.length > 0) ? [blocks, tx`${malformedInsert(tx, results)} on conflict do nothing`] : [blocks]
 }
 
 type CopyTexts = { attributions: string; suffixes: string }
 
-/** The batch's attribution and suffix rows as COPY text; undefined when it has none. */
-function copyTexts(results: readonly RangeResult[]): CopyTexts | undefined {
-  const rows = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: rows }))
-  if (rows.every((group) => group.sources.length === 0)) return undefined
-  const records = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: recordsOf(rows) }))
-  return { attributions: attributionInsert.copyText(rows), suffixes: suffixInsert.copyText(records) }
+/** The batch's attribution and suffix rows as COPY text, made in pieces (inPieces); undefined when it has none. */
+async function copyTexts(results: readonly RangeResult[]): Promise<CopyTexts | undefined> {
+  if (results.every(({ rows }) => rows.length === 0)) return undefined
+  let attributions = ''
+  let suffixes = ''
+  let previousRecord: AttributionRecord | undefined
+  await inPieces(results, ({ job }, rows) => {
+    attributions += attributionInsert.copyText([{ chainId: job.chainId, sources: rows }])
+    // a record whose rows a piece's end splits: its suffix goes with the piece holding its first row
+    const records = recordsOf(rows)
+    suffixes += suffixInsert.copyText([{ chainId: job.chainId, sources: records[0] === previousRecord ? records.slice(1) : records }])
+    previousRecord = rows.at(-1)?.record
+  })
+  return { attributions, suffixes }
 }
 
 /** The attribution and suffix rows, by COPY: the ranges are locked pending, so none of their rows exists yet. */
@@ -136,10 +186,13 @@ export async function copyInto(tx: Tx, table: string, columns: readonly string[]
 
 /** The ready windows (inside the commit locked FOR SHARE, as the tip path locks them) and the first hour kept, by the database's clock. */
 async function foldContext(sql: postgres.Sql | Tx, everyChain: boolean, { lock = false } = {}): Promise<FoldContext> {
-  const windows = await sql<{ name: string; subject: WindowBound['subject']; from_ms: number; until_ms: number; ready: boolean }[]>`
-    select name, subject, ready, (extract(epoch from from_at) * 1000)::float8 as from_ms, (extract(epoch from until_at) * 1000)::float8 as until_ms
-    from window_bounds order by name ${lock ? sql`for share` : sql``}`
-  const [clock] = await sql<{ hour_ms: number }[]>`select (extract(epoch from date_trunc('hour', now())) * 1000)::float8 as hour_ms`
+  // both sent at once: inside a transaction they are pipelined with its other statements (commitInTransaction)
+  const [windows, [clock]] = await Promise.all([
+    sql<{ name: string; subject: WindowBound['subject']; from_ms: number; until_ms: number; ready: boolean }[]>`
+      select name, subject, ready, (extract(epoch from from_at) * 1000)::float8 as from_ms, (extract(epoch from until_at) * 1000)::float8 as until_ms
+      from window_bounds order by name ${lock ? sql`for share` : sql``}`.execute(),
+    sql<{ hour_ms: number }[]>`select (extract(epoch from date_trunc('hour', now())) * 1000)::float8 as hour_ms`.execute(),
+  ])
   return {
     everyChain,
     windows: windows.filter((w) => w.ready).map((w) => ({ name: w.name, subject: w.subject, fromMs: w.from_ms, untilMs: w.until_ms })),
@@ -172,8 +225,8 @@ function folded(tx: Tx, columns: ColumnLiterals, types: ReadonlyArray<[name: str
  * One statement writing every folded aggregate, each upsert in key order
  * (as aggregates.ts does) so commits sharing rows lock them in one order.
  */
-async function writeAggregates(tx: Tx, aggregates: Literals) {
-  await tx`
+function writeAggregates(tx: Tx, aggregates: Literals) {
+  return tx`
     with ${scopeSetsCte(tx, aggregates.scopeSets)},
     ${codeTotals(tx, 'code_daily_totals', 'day', 'date', aggregates.codeDaily)},
     ${codeTotals(tx, 'code_hourly_totals', 'hour', 'timestamptz', aggregates.codeHourly)},
@@ -186,7 +239,7 @@ async function writeAggregates(tx: Tx, aggregates: Literals) {
     ${codeWindowTotals(tx, aggregates.codeWindows)},
     ${eventCtes(tx, aggregates.events)}
     -- a CTE without data-modifying statements runs only if read: the notifications must be
-    select (select count(*) from notified) as notified`
+    select (select count(*) from notified) as notified`.execute()
 }
 
 function codeTotals(tx: Tx, table: string, bucket: 'day' | 'hour', type: string, totals: ColumnLiterals) {

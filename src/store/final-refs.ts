@@ -31,10 +31,11 @@ export const FINAL_REFS = 2 ** 40
  */
 const REFS_WRITERS = "hashtextextended('attribution_refs_writers', 0)"
 
-export async function shareRefsWriters(sql: Sql): Promise<void> {
-  await sql`select pg_advisory_xact_lock_shared(${sql.unsafe(REFS_WRITERS)})`
+/** Each sent at once (`execute`), not when awaited: pipelined with a transaction's next queries, it goes out first (bulk-commit.ts). */
+export function shareRefsWriters(sql: Sql): Promise<unknown> {
+  return sql`select pg_advisory_xact_lock_shared(${sql.unsafe(REFS_WRITERS)})`.execute()
 }
 
-export async function holdRefsWritersAlone(sql: Sql): Promise<void> {
-  await sql`select pg_advisory_xact_lock(${sql.unsafe(REFS_WRITERS)})`
+export function holdRefsWritersAlone(sql: Sql): Promise<unknown> {
+  return sql`select pg_advisory_xact_lock(${sql.unsafe(REFS_WRITERS)})`.execute()
 }

@@ -3,6 +3,7 @@ import type { AttributionRecord } from '../attribution/records.js'
 import type { AttributionRow } from './attribution-columns.js'
 import { DAY_MS, HOUR_MS } from './buckets.js'
 import type { RangeResult } from './commit.js'
+import type { RangeJob } from './ranges.js'
 import { FINAL_REFS } from './final-refs.js'
 
 /**
@@ -99,7 +100,26 @@ type Scopes = ScopeSet | Set<string>
 /** What one record means to every row of it: its buckets, computed once. */
 type RecordBuckets = { day: string; dayMs: number; hour: string | undefined; hourMs: number }
 
+/**
+ * A fold over rows given a piece at a time (`add`), so its caller can let
+ * its event loop run between pieces: a bulk commit's batch is tens of
+ * thousands of rows, folded while another batch's transaction waits on the
+ * same loop for its next statement (threaded-store.ts).
+ */
+export type Folder = {
+  /** Folds `rows` of the range `job` (a record's rows in order, as ranges give them; a record may span two calls). */
+  add(job: RangeJob, rows: readonly AttributionRow[]): void
+  /** What was folded, as one array per column. */
+  result(): FoldedAggregates
+}
+
 export function foldAggregates(results: readonly RangeResult[], context: FoldContext): FoldedAggregates {
+  const folder = createFolder(context)
+  for (const { job, rows } of results) folder.add(job, rows)
+  return folder.result()
+}
+
+export function createFolder(context: FoldContext): Folder {
   const codeDaily: Tree<Tree<Tree<Tree<Tree<CodeTotals>>>>> = new Map() // code, registry, chain, day, kind
   const codeHourly: Tree<Tree<Tree<Tree<Tree<CodeTotals>>>>> = new Map()
   const chainDaily: Tree<Tree<Tree<ChainTotals>>> = new Map() // chain, day, kind
@@ -118,7 +138,7 @@ export function foldAggregates(results: readonly RangeResult[], context: FoldCon
 
   let record: AttributionRecord | undefined
   let buckets: RecordBuckets = { day: '', dayMs: 0, hour: undefined, hourMs: 0 }
-  for (const { job, rows } of results) {
+  function add(job: RangeJob, rows: readonly AttributionRow[]) {
     const chainId = job.chainId
     const chainScope = String(chainId)
     for (const row of rows) {
@@ -167,7 +187,7 @@ export function foldAggregates(results: readonly RangeResult[], context: FoldCon
     }
   }
   const setOf = (scopes: Scopes) => [scopes instanceof Set ? sets.idOf([...scopes]) : scopes.id]
-  return {
+  const result = (): FoldedAggregates => ({
     scopeSets: sets.json,
     codeDaily: codeTotalsColumns(codeDaily),
     codeHourly: codeTotalsColumns(codeHourly),
@@ -186,7 +206,8 @@ export function foldAggregates(results: readonly RangeResult[], context: FoldCon
       event.toBlock,
       event.attributions,
     ]),
-  }
+  })
+  return { add, result }
 }
 
 /** The record's UTC day and hour (the hour only while the hourly tables keep it). */

@@ -14,8 +14,8 @@ import { createTrialDatabase, startPrivateServices, type PrivateServices, type T
 /**
  * kill -9 of the worker process while a bulk commit (store/bulk-commit.ts)
  * is in flight, five times, at five points of its transaction: waiting to
- * hold the sender tables alone, its ranges flipped to done, its rows being
- * copied, its suffixes being copied, its folded aggregates being written.
+ * hold the sender tables alone, its ranges flipped to done, its folded
+ * aggregates being written, its rows being copied, its suffixes being copied.
  * The commit is held at each point by a lock this test takes on the table
  * it writes next, so the kill lands there for certain: the positive signal
  * is the worker's backend seen in pg_stat_activity waiting at that very
@@ -76,9 +76,9 @@ const KILL_POINTS: KillPoint[] = [
     statement: `%pg_advisory_xact_lock(hashtextextended('attribution_refs_writers'%`,
   },
   { name: 'ranges flipped to done, the final boundary being recorded', hold: 'lock table chain_finality in exclusive mode', statement: '%insert into chain_finality%' },
-  { name: 'blocks stored, attribution rows being copied', hold: 'lock table attributions in exclusive mode', statement: '%copy attributions (%' },
+  { name: 'blocks stored, the folded aggregates being written', hold: 'lock table code_daily_totals in exclusive mode', statement: '%with%"code_daily_totals" as (%insert into "code_daily_totals"%' },
+  { name: 'aggregates written, attribution rows being copied', hold: 'lock table attributions in exclusive mode', statement: '%copy attributions (%' },
   { name: 'rows copied, suffixes being copied', hold: 'lock table attribution_suffixes in exclusive mode', statement: '%copy attribution_suffixes (%' },
-  { name: 'everything copied, the folded aggregates being written', hold: 'lock table code_daily_totals in exclusive mode', statement: '%with%"code_daily_totals" as (%insert into "code_daily_totals"%' },
 ]
 
 /** The backend of a bulk commit waiting at `point`: it waits on a lock in that statement and holds (or, at the first point, awaits) the sender tables alone. */

@@ -190,6 +190,66 @@ describe('bulk commit of finalized ranges', () => {
   })
 })
 
+describe('a bulk commit larger than a piece of its preparation', () => {
+  let tipDb: TestDatabase
+  let bulkDb: TestDatabase
+
+  beforeAll(async () => {
+    ;[tipDb, bulkDb] = await Promise.all([createTestDatabase('bulk_pieces_tip'), createTestDatabase('bulk_pieces_bulk')])
+  })
+
+  afterAll(async () => {
+    await Promise.all([tipDb?.drop(), bulkDb?.drop()])
+  })
+
+  it('stores a record whose rows two pieces share once, and folds it once', async () => {
+    // one row, then records of two codes: the 2,000th row (the first piece's last, bulk-commit.ts) is the first of a
+    // record whose second row opens the next piece
+    const rows: RangeResult['rows'] = []
+    for (let i = 0; i < 1_300; i++) {
+      const first = attributionRow({ tx: `p${i}`, code: CODES[i % 4]!, sender: senderAddress(1 + (i % 40)), timestamp: ERAS[0]! + i, block: 1 + Math.floor(i / 130) })
+      rows.push(first)
+      if (i > 0) rows.push({ ...first, code: CODES[(i % 4) + 1]! })
+    }
+    const results: RangeResult[] = [
+      {
+        job: { chainId: 8453, fromBlock: 1, toBlock: 10, parentHash: labelHash('block0'), toHash: labelHash('block10') },
+        blocks: [],
+        txCount: 1_300,
+        rows,
+        malformed: [],
+      },
+    ]
+    await Promise.all([insertPending(tipDb, results), insertPending(bulkDb, results)])
+    await commitRanges(tipDb.db, results)
+    expect(await commitFinalRanges(bulkDb.db, results)).toEqual([{ committed: true, inserted: 2_599 }])
+    expect(await tablesOf(bulkDb)).toEqual(await tablesOf(tipDb))
+  })
+
+  it('fails a commit whose COPY fails, and writes nothing of it (the driver is not left waiting)', async () => {
+    const row = attributionRow({ tx: 'twice', code: 'alpha', sender: senderAddress(1), timestamp: ERAS[0]!, block: 11 })
+    const results: RangeResult[] = [
+      {
+        job: { chainId: 8453, fromBlock: 11, toBlock: 20, parentHash: labelHash('block10'), toHash: labelHash('block20') },
+        blocks: [],
+        txCount: 2,
+        // the same row twice: the unique key refuses the second in the middle of the COPY
+        rows: [row, { ...row, record: { ...row.record } }],
+        malformed: [],
+      },
+    ]
+    await insertPending(bulkDb, results)
+    // the every-chain scope's state may be claimed for the chain before the transaction (every-chain.ts): not compared
+    const rowTables = async () => {
+      const { every_chain_scope: _, ...tables } = await tablesOf(bulkDb)
+      return tables
+    }
+    const before = await rowTables()
+    await expect(commitFinalRanges(bulkDb.db, results)).rejects.toThrow(/duplicate key/)
+    expect(await rowTables()).toEqual(before)
+  })
+})
+
 describe('bulk commit while a rolling window moves', () => {
   let tipDb: TestDatabase
   let bulkDb: TestDatabase
