@@ -164,16 +164,20 @@ async function checkDatabaseOnce(config: Config) {
 /** As checkDatabaseOnce's probe (startup.ts) waits for a connection. */
 const ONE_SHOT_CONNECT_TIMEOUT_S = 3
 
-const commandsUsingPostgres = new Set(['start', 'api', 'follower', 'worker', 'migrate', 'validate', 'admin'])
+/** Exits 78 when postgres.js lacks the project's patch (src/db/driver-patch.ts): before anything connects to PostgreSQL. */
+async function checkDriverPatched() {
+  const { postgresPatchProblem } = await import('../db/driver-patch.js')
+  const problem = postgresPatchProblem()
+  if (problem) fail(problem, 78)
+}
+
+// validate checks the driver itself: `--api` and a usage error never load it
+const commandsUsingPostgres = new Set(['start', 'api', 'follower', 'worker', 'migrate', 'admin'])
 
 async function main(argv: string[]) {
   const { positionals } = parseArgs({ args: argv, allowPositionals: true, strict: false })
   const [command, ...rest] = positionals
-  if (command && commandsUsingPostgres.has(command)) {
-    const { postgresPatchProblem } = await import('../db/driver-patch.js')
-    const problem = postgresPatchProblem()
-    if (problem) fail(problem, 78)
-  }
+  if (command && commandsUsingPostgres.has(command)) await checkDriverPatched()
   switch (command) {
     case 'start':
     case 'api':
@@ -214,6 +218,7 @@ async function main(argv: string[]) {
         process.exitCode = parsed.exitCode
         return
       }
+      await checkDriverPatched()
       const configured = await readConfig()
       const config = await withDevnetChain(configured)
       const { checkDatabaseReady } = await import('./preflight.js')
