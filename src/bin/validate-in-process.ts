@@ -1,13 +1,14 @@
 /*
  * `attribution validate <hash>` answered in this process (no --api), once its arguments are known
- * good. Everything it needs is imported here, statically: Node then reads the whole set of files at
- * once, where one `await import` after another (as cli.ts does for the other commands) waits for
- * each file in turn, a few milliseconds apiece on a busy machine.
+ * good. What it needs before connecting is imported here, statically: Node then reads those files
+ * at once, where one `await import` after another (as cli.ts does for the other commands) waits for
+ * each file in turn, a few milliseconds apiece on a busy machine. The validation itself (the
+ * codec, the validator) loads while PostgreSQL starts a server process for the connection.
  */
 import { DEVNET_CHAIN_ID } from '../../devnet/anvil.js'
 import { chainOfRpcUrls, loadValidateCommandConfig, type ValidateCommandConfig } from '../config/validate-command.js'
+import { connectPostgres } from '../db/connect.js'
 import { postgresPatchProblem } from '../db/driver-patch.js'
-import { runValidateRequest } from '../validation/cli.js'
 import type { ValidationRequest } from '../validation/request.js'
 import { checkDatabaseReady } from './preflight.js'
 
@@ -39,10 +40,15 @@ export async function validateInProcess(request: ValidationRequest): Promise<num
   if (problem) throw new StartupError(problem)
   const configured = await loadValidateCommandConfig()
   const config = withDevnetChain(configured)
-  return runValidateRequest(config, request, process.stdout, {
-    devnetDefault: config !== configured,
-    // checkDatabaseOnce and checkMigrated, with their lines, on the validation's connection (one instead of three)
-    checkDatabase: (sql) => checkDatabaseReady(sql, config.DATABASE_URL, 'attributions'),
-    connectTimeoutSeconds: ONE_SHOT_CONNECT_TIMEOUT_S,
-  })
+  const sql = connectPostgres({ url: config.DATABASE_URL, poolSize: 2, connectTimeoutSeconds: ONE_SHOT_CONNECT_TIMEOUT_S })
+  try {
+    const [{ runValidateRequest }] = await Promise.all([
+      import('../validation/cli.js'),
+      // checkDatabaseOnce and checkMigrated, with their lines, on the validation's connection (one instead of three)
+      checkDatabaseReady(sql, config.DATABASE_URL, 'attributions'),
+    ])
+    return await runValidateRequest(config, request, sql, process.stdout, { devnetDefault: config !== configured })
+  } finally {
+    await sql.end({ timeout: 5 })
+  }
 }

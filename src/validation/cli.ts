@@ -49,25 +49,23 @@ export async function runValidateCommand(config: ValidateCommandConfig, args: st
     print(out, parsed.body)
     return parsed.exitCode
   }
-  return runValidateRequest(config, parsed.request, out, options)
-}
-
-type RequestOptions = {
-  devnetDefault?: boolean
-  /**
-   * Checks on the validation's own connection before it runs, throwing what stops the command
-   * (src/bin/cli.ts: reachable and migrated, in one connection instead of one per check).
-   */
-  checkDatabase?: (sql: Sql) => Promise<void>
-  /** Seconds to wait for PostgreSQL's connection (a one-shot command's probe waits 3). */
-  connectTimeoutSeconds?: number
-}
-
-/** The validation of a parsed request, printed as JSON; returns the exit status. */
-export async function runValidateRequest(config: ValidateCommandConfig, request: ValidationRequest, out: Output = process.stdout, options: RequestOptions = {}): Promise<number> {
-  const sql = connectPostgres({ url: config.DATABASE_URL, poolSize: 2, ...(options.connectTimeoutSeconds !== undefined && { connectTimeoutSeconds: options.connectTimeoutSeconds }) })
+  const sql = connectPostgres({ url: config.DATABASE_URL, poolSize: 2 })
   try {
-    await options.checkDatabase?.(sql)
+    return await runValidateRequest(config, parsed.request, sql, out, options)
+  } finally {
+    await sql.end({ timeout: 5 })
+  }
+}
+
+/** The validation of a parsed request, read on `sql` (the caller's to end), printed as JSON; returns the exit status. */
+export async function runValidateRequest(
+  config: ValidateCommandConfig,
+  request: ValidationRequest,
+  sql: Sql,
+  out: Output = process.stdout,
+  options: { devnetDefault?: boolean } = {},
+): Promise<number> {
+  try {
     const validator = createValidator({
       db: { $client: sql },
       registry: registeredWallets(sql),
@@ -85,7 +83,5 @@ export async function runValidateRequest(config: ValidateCommandConfig, request:
     if (!known) throw error
     print(out, known.body)
     return known.exitCode
-  } finally {
-    await sql.end({ timeout: 5 })
   }
 }
