@@ -82,7 +82,7 @@ async function getOnce(url: URL, deadline: number): Promise<Answer> {
     const fail = (error: unknown) => {
       clearTimeout(timer)
       // once timed out, whatever the destroyed socket reports (ECONNRESET …) is the timeout
-      reject(timedOut ? Object.assign(new Error(`no answer within ${API_ANSWER_MS} ms`), { code: 'ETIMEDOUT' }) : error)
+      reject(timedOut ? Object.assign(new Error('no answer in time'), { code: 'ETIMEDOUT' }) : error)
     }
     const call = request(url, { headers: { accept: 'application/json' } }, (response: IncomingMessage) => {
       const chunks: Buffer[] = []
@@ -95,7 +95,7 @@ async function getOnce(url: URL, deadline: number): Promise<Answer> {
     })
     const timer = setTimeout(() => {
       timedOut = true
-      call.destroy(Object.assign(new Error(`no answer within ${API_ANSWER_MS} ms`), { code: 'ETIMEDOUT' }))
+      call.destroy(Object.assign(new Error('no answer in time'), { code: 'ETIMEDOUT' }))
     }, Math.max(0, deadline - Date.now()))
     call.once('error', fail)
     call.end()
@@ -120,7 +120,7 @@ function parseJson(text: string): unknown {
 }
 
 /** Prints the API's JSON answer and returns the exit status; a daemon that does not answer is one line, exit 78. */
-export async function validateThroughApi(args: string[], out: { write(text: string): unknown }): Promise<number> {
+export async function validateThroughApi(args: string[], out: { write(text: string): unknown }, answerWithinMs = API_ANSWER_MS): Promise<number> {
   const query = parseQuery(args)
   if (typeof query === 'string') return usageError(query, out)
   const url = new URL('/v1/attribution/validate', query.api)
@@ -129,7 +129,7 @@ export async function validateThroughApi(args: string[], out: { write(text: stri
   if (query.chain !== undefined) url.searchParams.set('chainId', query.chain)
   let response: Answer
   try {
-    response = await get(url, Date.now() + API_ANSWER_MS)
+    response = await get(url, Date.now() + answerWithinMs)
   } catch (error) {
     throw new StartupError(`--api: no answer from ${url.host} (${connectionCode(error) ?? 'UNKNOWN'}): start the daemon (npm start) or leave out --api`)
   }
