@@ -142,18 +142,6 @@ async function runDaemon(command: string) {
   process.on('SIGINT', () => shutdown('SIGINT'))
 }
 
-/**
- * No chain configured and the devnet on: `attribution validate` asks the
- * devnet that `npm start` runs (DEVNET_PORT, chain 31337) for hashes the
- * index does not hold yet, as the API of that process does.
- */
-async function withDevnetChain(config: Config): Promise<Config> {
-  if (config.chains.length > 0 || !config.DEVNET) return config
-  const { loadConfig } = await import('../config/env.js')
-  const { DEVNET_CHAIN_ID } = await import('../../devnet/anvil.js')
-  return { ...config, chains: loadConfig({ RPC_URL: `http://127.0.0.1:${config.DEVNET_PORT}`, CHAIN_ID: String(DEVNET_CHAIN_ID) }).chains }
-}
-
 /** One-shot commands try PostgreSQL once: a person waiting at a prompt wants the answer, not a retry loop. */
 async function checkDatabaseOnce(config: Config) {
   const { createLogger } = await import('../logger.js')
@@ -161,10 +149,8 @@ async function checkDatabaseOnce(config: Config) {
   await waitForDependencies(dependenciesOf(config, { indexing: false, redis: false }), { timeoutMs: 0, logger: createLogger({ level: 'silent' }) })
 }
 
-/** As checkDatabaseOnce's probe (startup.ts) waits for a connection. */
-const ONE_SHOT_CONNECT_TIMEOUT_S = 3
-
-const commandsUsingPostgres = new Set(['start', 'api', 'follower', 'worker', 'migrate', 'validate', 'admin'])
+// validate checks the driver itself (validate-in-process.ts): `--api` and a usage error never load it
+const commandsUsingPostgres = new Set(['start', 'api', 'follower', 'worker', 'migrate', 'admin'])
 
 async function main(argv: string[]) {
   const { positionals } = parseArgs({ args: argv, allowPositionals: true, strict: false })
@@ -201,29 +187,21 @@ async function main(argv: string[]) {
     case 'validate': {
       // raw arguments: --type, --chain and --api take values
       const validateArgs = argv.slice(argv.indexOf('validate') + 1)
-      const { asksTheApi, validateThroughApi } = await import('./validate-through-api.js')
+      // both small, read at once
+      const [{ asksTheApi, validateThroughApi }, { parseValidateArgs }] = await Promise.all([import('./validate-through-api.js'), import('../validation/cli-args.js')])
       if (asksTheApi(validateArgs)) {
         process.exitCode = await validateThroughApi(validateArgs, process.stdout)
         return
       }
       // a usage error is answered before anything connects
-      const { parseValidateArgs } = await import('../validation/cli-args.js')
       const parsed = parseValidateArgs(validateArgs)
       if ('body' in parsed) {
         process.stdout.write(`${JSON.stringify(parsed.body, null, 2)}\n`)
         process.exitCode = parsed.exitCode
         return
       }
-      const configured = await readConfig()
-      const config = await withDevnetChain(configured)
-      const { checkDatabaseReady } = await import('./preflight.js')
-      const { runValidateRequest } = await import('../validation/cli.js')
-      process.exitCode = await runValidateRequest(config, parsed.request, process.stdout, {
-        devnetDefault: config !== configured,
-        // checkDatabaseOnce and checkMigrated, with their lines, on the validation's connection (one instead of three)
-        checkDatabase: (sql) => checkDatabaseReady(sql, config.DATABASE_URL, 'attributions'),
-        connectTimeoutSeconds: ONE_SHOT_CONNECT_TIMEOUT_S,
-      })
+      const { validateInProcess } = await import('./validate-in-process.js')
+      process.exitCode = await validateInProcess(parsed.request)
       return
     }
     case 'admin': {

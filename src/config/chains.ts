@@ -1,36 +1,11 @@
-// ox's Address module and the EntryPoint addresses written out, not viem's indexes (hundreds of modules):
-// every command reads this configuration, most of them need nothing else of viem
+// ox's Address module, not viem's indexes (hundreds of modules): every command reads this configuration,
+// most of them need nothing else of viem
 import * as OxAddress from 'ox/Address'
-import type { Address } from 'viem'
 import { z } from 'zod'
+import { defaultEntryPoints, endpointsFields, isRpcUrl, parseRpcUrlList, unique, type ChainConfig } from './chain-config.js'
 import { ConfigError, issuePath } from './errors.js'
 
-/** EntryPoint 0.6, 0.7 and 0.8: the versions whose bundles the indexer decodes. */
-export const defaultEntryPoints: readonly Address[] = [
-  '0x5FF137D4b0FDCD49DcA30c7CF57E578a026d2789',
-  '0x0000000071727De22E5E9d8BAf0edAc6f37da032',
-  '0x4337084D9E255Ff0702461CF8895CE9E3b5Ff108',
-]
-
-export type ChainConfig = {
-  /** Undefined until read from the node (`eth_chainId`) when not configured. */
-  chainId: number | undefined
-  /** The first (or only) endpoint. */
-  rpcUrl: string
-  /** Every endpoint when there are several (RPC_URL as a comma-separated list, CHAINS[].rpcUrls); read through rpcUrlsOf. */
-  rpcUrls?: string[] | undefined
-  wsUrl: string | undefined
-  startBlock: number
-  confirmations: number
-  /** Blocks behind the head taken as final where the node answers no `finalized` tag (FINALITY_DEPTH). */
-  finalityDepth: number
-  pollIntervalMs: number
-  entryPoints: Address[]
-  /** Block explorer base URL (links `<explorerUrl>/tx/<hash>`); known chains have a default. */
-  explorerUrl?: string | undefined
-  /** The local devnet (a new chain at every start): its previous index is reset, not refused, when the genesis changes. */
-  devnet?: boolean
-}
+export { defaultEntryPoints, parseRpcUrlList, rpcUrlsOf, type ChainConfig } from './chain-config.js'
 
 const address = z
   .string()
@@ -57,35 +32,6 @@ const chainsSchema = z.array(
     .refine((entry) => entry.rpcUrl !== undefined || entry.rpcUrls !== undefined, { error: 'rpcUrl or rpcUrls is required', path: ['rpcUrl'] })
     .transform(({ rpcUrl, rpcUrls, ...entry }) => ({ ...entry, ...endpointsFields(unique([...(rpcUrl ? [rpcUrl] : []), ...(rpcUrls ?? [])])) })),
 ).min(1, 'must list at least one chain')
-
-function isRpcUrl(value: string): boolean {
-  try {
-    return ['http:', 'https:', 'ws:', 'wss:'].includes(new URL(value).protocol)
-  } catch {
-    return false
-  }
-}
-
-const unique = (urls: readonly string[]) => [...new Set(urls)]
-
-/** `rpcUrl` always (the first), `rpcUrls` only when there are several: one endpoint stays configured as before. */
-function endpointsFields(urls: readonly string[]): Pick<ChainConfig, 'rpcUrl' | 'rpcUrls'> {
-  return urls.length > 1 ? { rpcUrl: urls[0]!, rpcUrls: [...urls] } : { rpcUrl: urls[0]! }
-}
-
-/** Every endpoint of a chain, in the order configured. */
-export function rpcUrlsOf(chain: Pick<ChainConfig, 'rpcUrl' | 'rpcUrls'>): string[] {
-  return chain.rpcUrls?.length ? chain.rpcUrls : [chain.rpcUrl]
-}
-
-/** RPC_URL: one URL, or several separated by commas (the same chain's endpoints). */
-export function parseRpcUrlList(value: string): string[] | undefined {
-  const urls = value
-    .split(',')
-    .map((url) => url.trim())
-    .filter((url) => url !== '')
-  return urls.length > 0 && urls.every(isRpcUrl) ? unique(urls) : undefined
-}
 
 function parseChainsValue(raw: string, readFile: (path: string) => string): unknown {
   const text = raw.trim().startsWith('[') ? raw : readFile(raw)

@@ -15,10 +15,12 @@ import { EXIT, validateUsage } from './exit-codes.js'
 
 export { EXIT, validateUsage }
 
-/** The body of every 400 (contract/error-body.ts's errorBody, which loads the schema library). */
-function invalidRequest(message: string, field?: string): ErrorBody {
-  return { success: false, error: field ? { code: 'invalid_request', message, field } : { code: 'invalid_request', message } }
+/** The API's error body, as contract/error-body.ts's errorBody builds it: that module loads the schema library. */
+export function errorBodyOf(code: string, message: string, field?: string): ErrorBody {
+  return { success: false, error: field ? { code, message, field } : { code, message } }
 }
+
+const invalidRequest = (message: string, field?: string) => errorBodyOf('invalid_request', message, field)
 
 /** As request.ts's chainIdSchema: digits only (spaces around allowed), a positive safe integer. */
 function chainIdOf(value: string): number | undefined {

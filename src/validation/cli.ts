@@ -1,10 +1,14 @@
-import type { Config } from '../config/env.js'
-import { closeDatabase, createDatabase, type Sql } from '../db/client.js'
-import { errorBody, type ErrorBody } from '../contract/error-body.js'
-import { createRegistry } from '../registry/register.js'
+/*
+ * `attribution validate <hash>` in this process. It imports neither the schema library nor drizzle
+ * (the configuration is read by config/validate-command.ts, the index and the registry with plain
+ * SQL): a one-shot command's time is mostly the modules it loads.
+ */
+import type { ValidateCommandConfig } from '../config/validate-command.js'
+import { connectPostgres, type Sql } from '../db/connect.js'
+import { errorBodyOf, EXIT, parseValidateArgs } from './cli-args.js'
 import { ChainSelectionError, HashNotFoundError, RpcTimeoutError, RpcUnavailableError } from './errors.js'
+import { registeredWallets } from './registered-wallets.js'
 import type { ValidationRequest } from './request.js'
-import { EXIT, parseValidateArgs } from './cli-args.js'
 import { createValidator } from './validate.js'
 
 export { EXIT, parseValidateArgs, validateUsage } from './cli-args.js'
@@ -15,17 +19,17 @@ function print(out: Output, value: unknown) {
   out.write(`${JSON.stringify(value, null, 2)}\n`)
 }
 
-function failure(error: unknown, nodeHint: string): { exitCode: number; body: ErrorBody } | undefined {
-  if (error instanceof ChainSelectionError) return { exitCode: EXIT.usage, body: errorBody('invalid_request', error.message, error.field) }
-  if (error instanceof HashNotFoundError) return { exitCode: EXIT.notFound, body: errorBody('not_found', error.message) }
+function failure(error: unknown, nodeHint: string): { exitCode: number; body: ReturnType<typeof errorBodyOf> } | undefined {
+  if (error instanceof ChainSelectionError) return { exitCode: EXIT.usage, body: errorBodyOf('invalid_request', error.message, error.field) }
+  if (error instanceof HashNotFoundError) return { exitCode: EXIT.notFound, body: errorBodyOf('not_found', error.message) }
   // the index did not hold the hash and the node did not answer: say which node was tried, and what to start
-  if (error instanceof RpcTimeoutError) return { exitCode: EXIT.unavailable, body: errorBody('gateway_timeout', `${error.message} ${nodeHint}`) }
-  if (error instanceof RpcUnavailableError) return { exitCode: EXIT.unavailable, body: errorBody('bad_gateway', `${error.message} ${nodeHint}`) }
+  if (error instanceof RpcTimeoutError) return { exitCode: EXIT.unavailable, body: errorBodyOf('gateway_timeout', `${error.message} ${nodeHint}`) }
+  if (error instanceof RpcUnavailableError) return { exitCode: EXIT.unavailable, body: errorBodyOf('bad_gateway', `${error.message} ${nodeHint}`) }
   return undefined
 }
 
 /** Which node a failed lookup tried, by the setting that names it, and what would make it answer. */
-export function describeNodes(config: Config, devnetDefault: boolean): string {
+export function describeNodes(config: Pick<ValidateCommandConfig, 'chains' | 'CHAINS' | 'DEVNET_PORT'>, devnetDefault: boolean): string {
   if (devnetDefault) {
     const host = config.chains[0] ? new URL(config.chains[0].rpcUrl).host : `127.0.0.1:${config.DEVNET_PORT}`
     return `The hash is not in the index, and no node answered at ${host}, where \`npm start\` runs its devnet (DEVNET_PORT): start it with \`npm start\`, or set RPC_URL to a node of the hash's chain.`
@@ -39,34 +43,32 @@ export function describeNodes(config: Config, devnetDefault: boolean): string {
  * printed as JSON. Returns the exit status; `args` are the arguments after
  * the command name.
  */
-export async function runValidateCommand(config: Config, args: string[], out: Output = process.stdout, options: { devnetDefault?: boolean } = {}): Promise<number> {
+export async function runValidateCommand(config: ValidateCommandConfig, args: string[], out: Output = process.stdout, options: { devnetDefault?: boolean } = {}): Promise<number> {
   const parsed = parseValidateArgs(args)
   if ('body' in parsed) {
     print(out, parsed.body)
     return parsed.exitCode
   }
-  return runValidateRequest(config, parsed.request, out, options)
-}
-
-type RequestOptions = {
-  devnetDefault?: boolean
-  /**
-   * Checks on the validation's own connection before it runs, throwing what stops the command
-   * (src/bin/cli.ts: reachable and migrated, in one connection instead of one per check).
-   */
-  checkDatabase?: (sql: Sql) => Promise<void>
-  /** Seconds to wait for PostgreSQL's connection (a one-shot command's probe waits 3). */
-  connectTimeoutSeconds?: number
-}
-
-/** The validation of a parsed request, printed as JSON; returns the exit status. */
-export async function runValidateRequest(config: Config, request: ValidationRequest, out: Output = process.stdout, options: RequestOptions = {}): Promise<number> {
-  const db = createDatabase({ url: config.DATABASE_URL, poolSize: 2, ...(options.connectTimeoutSeconds !== undefined && { connectTimeoutSeconds: options.connectTimeoutSeconds }) })
+  const sql = connectPostgres({ url: config.DATABASE_URL, poolSize: 2 })
   try {
-    await options.checkDatabase?.(db.$client)
+    return await runValidateRequest(config, parsed.request, sql, out, options)
+  } finally {
+    await sql.end({ timeout: 5 })
+  }
+}
+
+/** The validation of a parsed request, read on `sql` (the caller's to end), printed as JSON; returns the exit status. */
+export async function runValidateRequest(
+  config: ValidateCommandConfig,
+  request: ValidationRequest,
+  sql: Sql,
+  out: Output = process.stdout,
+  options: { devnetDefault?: boolean } = {},
+): Promise<number> {
+  try {
     const validator = createValidator({
-      db,
-      registry: createRegistry({ db }),
+      db: { $client: sql },
+      registry: registeredWallets(sql),
       chains: config.chains,
       rpcTimeoutMs: config.RPC_TIMEOUT_MS,
       rpcMaxAnswerBytes: config.RPC_MAX_ANSWER_BYTES,
@@ -81,7 +83,5 @@ export async function runValidateRequest(config: Config, request: ValidationRequ
     if (!known) throw error
     print(out, known.body)
     return known.exitCode
-  } finally {
-    await closeDatabase(db)
   }
 }

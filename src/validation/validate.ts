@@ -1,4 +1,4 @@
-import type { Database } from '../db/client.js'
+import type { Sql } from '../db/connect.js'
 import type { Registry } from '../registry/register.js'
 import type { HttpClientKind } from '../rpc/wire/http-post.js'
 import type { ChainEndpoint, ChainOptions, ValidationChains } from './chains.js'
@@ -10,7 +10,8 @@ import { describeFinding, type Finding, type ValidationResult } from './result.j
 type IndexQuery = Parameters<typeof findIndexed>[1]
 
 export type ValidatorOptions = {
-  db: Database
+  /** Read with plain SQL (index-lookup.ts): the API passes its drizzle database, whose driver this is. */
+  db: { $client: Sql }
   registry: Pick<Registry, 'findManyByCode'>
   chains: readonly ChainEndpoint[]
   /** Per RPC request (RPC_TIMEOUT_MS). */
@@ -86,7 +87,7 @@ export function createValidator(options: ValidatorOptions) {
     const now = Date.now()
     const cached = recentlyIndexed.get(key)
     if (cached && cached.expiresAt > now) return cached.finding
-    const finding = await findIndexed(options.db, query)
+    const finding = await findIndexed(options.db.$client, query)
     if (finding && indexCacheMs > 0) {
       if (recentlyIndexed.size >= MAX_CACHED_FINDINGS) recentlyIndexed.clear()
       recentlyIndexed.set(key, { finding, expiresAt: now + indexCacheMs })
