@@ -8,7 +8,8 @@ import { HOUR_MS, HOURLY_TOTALS_DAYS } from './buckets.js'
 import { BLOCK_CONFLICT_SQL, blocksInsert, malformedInsert, rangeFlipCtes, recordsOf, type CommitOutcome, type RangeResult } from './commit.js'
 import { ATTRIBUTION_EVENTS_CHANNEL } from './events.js'
 import { createEveryChainMemory, forgetEveryChainState, writesEveryChain, type EveryChainMemory } from './every-chain.js'
-import { createFolder, type FoldContext, type FoldedAggregates, type WindowBound } from './fold.js'
+import { createFinalSenders, type FinalSenders } from './final-senders.js'
+import { createFolder, type Columns, type FoldContext, type FoldedAggregates, type WindowBound } from './fold.js'
 import { FINAL_REFS, holdRefsWritersAlone } from './final-refs.js'
 
 /**
@@ -37,16 +38,22 @@ class StaleBatch extends Error {}
 /** The every-chain scope is not in the state the batch was folded for: folded again with it as it now is. */
 class ScopeMoved extends Error {}
 
-export async function commitFinalRanges(db: Database, results: readonly RangeResult[], memory: EveryChainMemory = createEveryChainMemory()): Promise<CommitOutcome[]> {
+export async function commitFinalRanges(
+  db: Database,
+  results: readonly RangeResult[],
+  memory: EveryChainMemory = createEveryChainMemory(),
+  finalSenders: FinalSenders = createFinalSenders(),
+): Promise<CommitOutcome[]> {
   const sql = db.$client
   const chainIds = results.map(({ job }) => job.chainId)
   const rows = await copyTexts(results)
   // the every-chain scope's state can change under a commit only once in a database's life: a second try fits
   for (let attempt = 0; attempt < 3; attempt++) {
     const everyChain = await writesEveryChain(sql, chainIds, memory)
-    const prepared = await prepareAggregates(results, await foldContext(sql, everyChain))
+    const prepared = await prepareAggregates(results, await foldContext(sql, everyChain), finalSenders)
     try {
-      await sql.begin((tx) => commitInTransaction(tx, results, rows, prepared))
+      const senders = await sql.begin((tx) => commitInTransaction(tx, results, rows, prepared, finalSenders))
+      finalSenders.add(senders.chain_id!, senders.day!, senders.sender!)
       return results.map(({ rows }) => ({ committed: true, inserted: rows.length }))
     } catch (error) {
       if (error instanceof StaleBatch) return results.map(() => ({ committed: false, inserted: 0 }))
@@ -82,12 +89,13 @@ async function inPieces(results: readonly RangeResult[], visit: (result: RangeRe
  * one's statements instead of the database waiting on it inside each
  * transaction.
  */
-type PreparedAggregates = { context: FoldContext; literals: Literals }
+type PreparedAggregates = { context: FoldContext; literals: Literals; chainSenders: Columns }
 
-async function prepareAggregates(results: readonly RangeResult[], context: FoldContext): Promise<PreparedAggregates> {
-  const folder = createFolder(context)
+async function prepareAggregates(results: readonly RangeResult[], context: FoldContext, finalSenders: FinalSenders): Promise<PreparedAggregates> {
+  const folder = createFolder(context, { knownFinalSender: finalSenders.has })
   await inPieces(results, ({ job }, rows) => folder.add(job, rows))
-  return { context, literals: literalsOf(folder.result()) }
+  const folded = folder.result()
+  return { context, literals: literalsOf(folded), chainSenders: folded.chainSenders }
 }
 
 /**
@@ -103,7 +111,13 @@ async function prepareAggregates(results: readonly RangeResult[], context: FoldC
  * and COMMIT. The COPY is sent only once the verdict is in: a COPY that
  * fails (a stale range's rows exist) leaves the driver waiting for ever.
  */
-async function commitInTransaction(tx: Tx, results: readonly RangeResult[], rows: CopyTexts | undefined, prepared: PreparedAggregates): Promise<void> {
+async function commitInTransaction(
+  tx: Tx,
+  results: readonly RangeResult[],
+  rows: CopyTexts | undefined,
+  prepared: PreparedAggregates,
+  finalSenders: FinalSenders,
+): Promise<Columns> {
   const { context } = prepared
   // sent in this order: each query is executed as it is made (awaited, a query would go out a turn later, after
   // those executed meanwhile: `await` defers a thenable's `then`)
@@ -121,8 +135,10 @@ async function commitInTransaction(tx: Tx, results: readonly RangeResult[], rows
   if ((flip as Array<{ done: number }>)[0]!.done !== results.length) throw new StaleBatch()
   if (!(scope as Array<{ ok: boolean }>)[0]?.ok) throw new ScopeMoved()
   const windows = current as FoldContext
-  const literals = sameContext(windows, context) ? prepared.literals : (await prepareAggregates(results, windows)).literals
-  await settledInOrder([writeAggregates(tx, literals), rows && copyRows(tx, rows)])
+  const written = sameContext(windows, context) ? prepared : await prepareAggregates(results, windows, finalSenders)
+  await settledInOrder([writeAggregates(tx, written.literals), rows && copyRows(tx, rows)])
+  // the chain's senders this commit makes final (or finds final), remembered once it has committed (final-senders.ts)
+  return written.chainSenders
 }
 
 /**

@@ -113,13 +113,16 @@ export type Folder = {
   result(): FoldedAggregates
 }
 
+/** What the folder may leave out: a chain's sender of a day already final (final-senders.ts). */
+export type FoldOptions = { knownFinalSender?: (chainId: number, day: string, sender: string) => boolean }
+
 export function foldAggregates(results: readonly RangeResult[], context: FoldContext): FoldedAggregates {
   const folder = createFolder(context)
   for (const { job, rows } of results) folder.add(job, rows)
   return folder.result()
 }
 
-export function createFolder(context: FoldContext): Folder {
+export function createFolder(context: FoldContext, { knownFinalSender = () => false }: FoldOptions = {}): Folder {
   const codeDaily: Tree<Tree<Tree<Tree<Tree<CodeTotals>>>>> = new Map() // code, registry, chain, day, kind
   const codeHourly: Tree<Tree<Tree<Tree<Tree<CodeTotals>>>>> = new Map()
   const chainDaily: Tree<Tree<Tree<ChainTotals>>> = new Map() // chain, day, kind
@@ -168,8 +171,8 @@ export function createFolder(context: FoldContext): Folder {
         if (dayMs >= w.fromMs && dayMs < w.untilMs)
           addScopes(branch(branch(windowCodeSenders, w.name, newTree), code, newTree), rec.sender, codeScopes)
       const perSender = branch(branch(chainSenders, chainId, newTree), day, newTree)
-      // presence only (final-refs.ts): the count would be written nowhere
-      if (!perSender.has(rec.sender)) perSender.set(rec.sender, 1)
+      // presence only (final-refs.ts): the count would be written nowhere; one this process made final is not asked again
+      if (!perSender.has(rec.sender) && !knownFinalSender(chainId, day, rec.sender)) perSender.set(rec.sender, 1)
 
       for (const w of byHour) {
         if (hourMs < w.fromMs || hourMs >= w.untilMs) continue

@@ -2,11 +2,12 @@ import type { Database } from '../db/client.js'
 import { commitFinalRanges } from './bulk-commit.js'
 import { commitRanges, type CommitOutcome, type RangeResult } from './commit.js'
 import { createEveryChainMemory } from './every-chain.js'
+import { createFinalSenders } from './final-senders.js'
 
 /**
  * The indexer's write side of the store, as one object per database: it owns
  * what the commit remembers between statements (the every-chain scope's
- * state, every-chain.ts) instead of a module-level map keyed by the database
+ * state, every-chain.ts; the senders it made final, final-senders.ts) instead of a module-level map keyed by the database
  * client. Create one per process role that commits (createRangeWorker does),
  * and hand it what commits.
  */
@@ -18,8 +19,9 @@ export type IndexStore = {
 
 export function createIndexStore({ db }: { db: Database }): IndexStore {
   const everyChain = createEveryChainMemory()
+  const finalSenders = createFinalSenders()
   const commitEither = (results: readonly RangeResult[]) =>
-    results.every((result) => result.final) ? commitFinalRanges(db, results, everyChain) : commitRanges(db, results, everyChain)
+    results.every((result) => result.final) ? commitFinalRanges(db, results, everyChain, finalSenders) : commitRanges(db, results, everyChain)
   return {
     commitRanges: (results) => commitEither(results),
     commitRange: async (result) => (await commitEither([result]))[0]!,

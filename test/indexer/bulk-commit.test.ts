@@ -3,6 +3,7 @@ import { createRandom } from '../../devnet/random.js'
 import { commitFinalRanges } from '../../src/store/bulk-commit.js'
 import { commitRanges, type RangeResult } from '../../src/store/commit.js'
 import { createEveryChainMemory } from '../../src/store/every-chain.js'
+import { createFinalSenders } from '../../src/store/final-senders.js'
 import { createRollingWindows } from '../../src/store/rolling-windows.js'
 import { rollbackAbove } from '../../src/store/rollback.js'
 import { attributionRow, labelHash, senderAddress, type TestAttribution } from '../support/ranges.js'
@@ -134,11 +135,13 @@ describe('bulk commit of finalized ranges', () => {
   it('leaves every table as the tip path leaves it, batch after batch', async () => {
     const tipMemory = createEveryChainMemory()
     const bulkMemory = createEveryChainMemory()
+    // remembered across batches as a store remembers them: the last batch meets a chain's senders of a day again
+    const finalSenders = createFinalSenders()
     for (const batch of BATCHES) {
       const results = batch.map(rangeResult)
       await Promise.all([insertPending(tip, results), insertPending(bulk, results)])
       const tipOutcomes = await commitRanges(tip.db, results, tipMemory)
-      const bulkOutcomes = await commitFinalRanges(bulk.db, results, bulkMemory)
+      const bulkOutcomes = await commitFinalRanges(bulk.db, results, bulkMemory, finalSenders)
       expect(bulkOutcomes).toEqual(tipOutcomes)
       expect(bulkOutcomes.every((outcome) => outcome.committed && outcome.inserted > 0)).toBe(true)
       expect(await tablesOf(bulk)).toEqual(await tablesOf(tip))
