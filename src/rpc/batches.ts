@@ -1,5 +1,6 @@
 import { numberToHex } from 'viem'
 import { checkedBlockReceipts, checkedReceipt, keptOf, logFiltersOf, receiptExpected, scannedFrom, type ReceiptWanted } from './answer-checks.js'
+import { createAskGroups } from './ask-groups.js'
 import type { Endpoint, EndpointPool } from './endpoints/endpoint-pool.js'
 import { createReceiptKnowledge, saysMethodMissing, type ReceiptKnowledge } from './endpoints/endpoint-receipts.js'
 import type { RawReceipt, RawTransaction } from './objects.js'
@@ -191,9 +192,38 @@ export function createBatches(pool: EndpointPool, options: { timeoutMs: number }
     })
   }
 
-  /** One receipt per wanted transaction at `positions`. */
+  /**
+   * Per endpoint, the single receipts of concurrent ranges asked together
+   * (ask-groups.ts), on a node that caps the requests in flight: one
+   * request of a thousand receipts costs such a node one slot, as one of
+   * two hundred does.
+   */
+  const receiptGroups = new WeakMap<Endpoint, ReturnType<typeof createAskGroups<ReceiptWanted, RawReceipt>>>()
+  const groupsOf = (endpoint: Endpoint) => {
+    let groups = receiptGroups.get(endpoint)
+    if (!groups) {
+      const ask = (items: readonly ReceiptWanted[]) => askSingleReceipts(endpoint, items)
+      receiptGroups.set(endpoint, (groups = createAskGroups({ ask, alone: ask })))
+    }
+    return groups
+  }
+
+  async function askSingleReceipts(endpoint: Endpoint, wanted: readonly ReceiptWanted[]): Promise<RawReceipt[]> {
+    const results = new Array<RawReceipt>(wanted.length)
+    await singleReceiptsOf(endpoint, wanted, [...wanted.keys()], results)
+    return results
+  }
+
+  /** One receipt per wanted transaction at `positions`: with other ranges' where the node caps requests in flight. */
   async function singleReceiptsInto(endpoint: Endpoint, wanted: readonly ReceiptWanted[], positions: number[], results: RawReceipt[]) {
     if (positions.length === 0) return
+    if (!endpoint.transport.requestsCapped) return singleReceiptsOf(endpoint, wanted, positions, results)
+    const receipts = await groupsOf(endpoint).ask(positions.map((position) => wanted[position]!))
+    receipts.forEach((receipt, k) => (results[positions[k]!] = receipt))
+  }
+
+  /** One receipt per wanted transaction at `positions`, in requests of this caller's own. */
+  async function singleReceiptsOf(endpoint: Endpoint, wanted: readonly ReceiptWanted[], positions: number[], results: RawReceipt[]) {
     const known = knowledgeOf(endpoint)
     const receipts = await endpoint.transport.callMany({
       method: 'eth_getTransactionReceipt',

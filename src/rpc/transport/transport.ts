@@ -235,6 +235,10 @@ export function createTransport(options: TransportOptions) {
     get concurrency() {
       return limiter.limit
     },
+    /** The node refused requests past a count (429s), fewer than configured: each request is a slot it has few of. */
+    get requestsCapped() {
+      return search.caps.inFlight < options.maxConcurrency
+    },
     /** Closes this transport's idle connections. */
     close: () => http.close(),
   }
