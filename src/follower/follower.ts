@@ -76,6 +76,9 @@ export function createFollower(options: FollowerOptions) {
       // the lock's check and the head's read and record go side by side (other connections, the node): a block
       // at the head waits for the longest, not the sum
       const lockHeld = assertLockHeld(lock, chainId)
+      // awaited below, after the head's read: a lock lost with its connection rejects at once, and a rejection
+      // with no handler by the end of this turn ends the process (the fault suite's Postgres outage did)
+      lockHeld.catch(() => {})
       let head: number
       let headHash: Hex
       let headRecorded: Promise<void>
