@@ -114,13 +114,15 @@ it('kill -9 five times, each during a bulk commit: nothing of it left, then the 
     for (const [trial, point] of KILL_POINTS.entries()) {
       const started = Date.now()
       const before = await doneRanges(sql)
-      worker = spawnRole('worker', workerEnv)
-      // this worker commits (the previous one's ranges are picked up again once their locks lapse)
-      await until('the new worker to commit a range', async () => (await doneRanges(sql)) > before, { timeoutMs: 90_000 })
+      // held before the worker starts: its first bulk commit stops at the point. Taken after a first commit, the
+      // hold could come when the worker had already committed every range below the finalized block (the
+      // commits got faster), or a tip commit holding the sender tables shared could meet it first (a CI run)
       const holder = await sql.reserve()
       try {
         await holder`begin`
         await holder.unsafe(point.hold)
+        // the previous worker's ranges are picked up again once their locks lapse
+        worker = spawnRole('worker', workerEnv)
         const pid = await until(`a bulk commit waiting at: ${point.name}`, () => bulkCommitWaitingAt(sql, point), {
           timeoutMs: 60_000,
           describe: () => whereThingsStand(sql, worker!),
