@@ -9,16 +9,23 @@
 //                           copied so the compiled modules' relative paths land on them
 //   dist/BUILT              written last: bin/attribution.mjs runs dist/ only when it is newer than every source
 //
-// `--prepare` (npm ci's lifecycle): nothing to do without sources (the Docker image installs its
-// dependencies before it copies them) or without TypeScript (an install that omitted dev dependencies).
+// `--prepare` (npm's lifecycle): nothing to do without sources (the Docker image installs its
+// dependencies before it copies them), without TypeScript (an install that omitted dev dependencies) or
+// when dist/ already holds the sources as they are. npm runs `prepare` not only in npm ci: the first
+// `npx attribution` on a machine installs this folder into npx's cache, which runs it too, and a
+// rebuild there pulled dist/ from under a daemon starting beside it.
+//
+// The build goes to a folder of its own and takes dist/'s place by rename, so whatever runs dist/ while
+// it builds finds the whole previous build or the whole new one, never half of either.
 import { spawnSync } from 'node:child_process'
-import { cpSync, existsSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
+import { distState, root } from './dist-state.mjs'
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const dist = join(root, 'dist')
+const building = join(root, `.dist-building-${process.pid}`)
+const replaced = join(root, `.dist-replaced-${process.pid}`)
 /** Non-TypeScript files the compiled code reads, each at the same place relative to it as in the sources. */
 const ASSETS = ['drizzle', 'src/dashboard/public']
 
@@ -32,18 +39,20 @@ function typescriptCompiler() {
 
 const prepare = process.argv.includes('--prepare')
 const tsc = typescriptCompiler()
-if (prepare && (!existsSync(join(root, 'src')) || !tsc)) process.exit(0)
+if (prepare && (!existsSync(join(root, 'src')) || !tsc || distState() === 'fresh')) process.exit(0)
 if (!tsc) {
   process.stderr.write('TypeScript is not installed (a dev dependency): run npm ci without --omit=dev, then npm run build\n')
   process.exit(1)
 }
 
 // from scratch: a module whose source was deleted must not linger in dist/
-rmSync(dist, { recursive: true, force: true })
-const compiled = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' })
+const compiled = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', building], { stdio: 'inherit' })
 if (compiled.status !== 0) {
-  rmSync(dist, { recursive: true, force: true })
+  rmSync(building, { recursive: true, force: true })
   process.exit(compiled.status ?? 1)
 }
-for (const asset of ASSETS) cpSync(join(root, asset), join(dist, asset), { recursive: true })
-writeFileSync(join(dist, 'BUILT'), `${new Date().toISOString()}\n`)
+for (const asset of ASSETS) cpSync(join(root, asset), join(building, asset), { recursive: true })
+writeFileSync(join(building, 'BUILT'), `${new Date().toISOString()}\n`)
+if (existsSync(dist)) renameSync(dist, replaced)
+renameSync(building, dist)
+rmSync(replaced, { recursive: true, force: true })

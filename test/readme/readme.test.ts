@@ -29,6 +29,9 @@ import { examplesOf, mismatches, type Example, type Step } from './examples.js'
  *   answer the example shows can be compared;
  * - an example that takes a hash from a code's newest attribution runs once
  *   the devnet has sent that code one (the README says it takes a minute);
+ * - an inbox read is asked again until it holds a notification (for up to
+ *   30 s): a send is delivered by a worker a moment later, which a reader
+ *   running the commands by hand never outpaces, and a loaded machine can;
  * - the clone's .devnet/notifications-demo.json, which `npm start` writes,
  *   is put back as it was.
  */
@@ -73,9 +76,18 @@ afterAll(async () => {
 /** `NAME=$(command | jq -r …)`: the answer an example shows is the command's, which the assignment hides. */
 const CAPTURED = /^(\w+)=\$\(([\s\S]+?)\|\s*(jq -r [^\n]+)\)(\s*#.*)?$/
 
+/** An inbox read: delivered notifications only, which the delivery worker writes a moment after the send. */
+const READS_INBOX = /^curl -s "\$API\/v1\/platform\/inbox\?/
+
+/** The read again, every 0.1 s for up to 30 s, until its answer holds a notification; then that answer, or the last one. */
+function untilDelivered(command: string): string {
+  return `for __try in $(seq 300); do __answer=$(${command}); case "$__answer" in *'"notifications":[]'*) sleep 0.1;; *) break;; esac; done\nprintf '%s' "$__answer"`
+}
+
 /** The command as the test runs it: the test's ports, streams read for a while, captured answers printed too. */
 function adapted(command: string, api: string): string {
   const local = command.replaceAll('http://127.0.0.1:3000', api).replace(/curl -sN /g, `curl -sN --max-time ${STREAM_SECONDS} `)
+  if (READS_INBOX.test(local.trim())) return untilDelivered(local.trim())
   const captured = CAPTURED.exec(local)
   if (!captured) return local
   const [, name, producer, filter] = captured
