@@ -1,9 +1,6 @@
-import { and, eq } from 'drizzle-orm'
-import type { Hex } from 'viem'
-import type { Database, Sql } from '../db/client.js'
-import { attributions, attributionSuffixes } from '../db/schema/index.js'
+import type { Sql } from '../db/client.js'
 
-/** Reads of attribution rows: by hash, and a code's rows a page at a time. Never a scan. */
+/** Reads of attribution rows: a code's rows a page at a time, never a scan (by hash: validation/index-lookup.ts). */
 
 /** Where a keyset page ends: the last row's block time (ISO) and id. */
 export type KeysetPosition = { time: string; id: number }
@@ -69,41 +66,4 @@ export async function codeAttributionPage(sql: Sql, query: CodeAttributionQuery)
     from page join attributions a using (id)
     order by block_timestamp desc nulls last, a.id desc nulls last`
   return { rows: rows.slice(0, query.limit), more: rows.length > query.limit }
-}
-
-export type IndexedHash = { blockNumber: number; txHash: string; userOpHash: string | null; status: 'success' | 'reverted'; suffix: string }
-
-/**
- * Any indexed row of a transaction's own suffix, or of a UserOperation, by
- * hash, with the suffix (stored once per transaction or UserOperation, in
- * attribution_suffixes); undefined when the index does not hold it.
- */
-export async function findAttributionByHash(
-  db: Database,
-  query: { type: 'transaction' | 'userOperation'; hash: Hex; chainId: number },
-): Promise<IndexedHash | undefined> {
-  const match =
-    query.type === 'transaction'
-      ? and(eq(attributions.chainId, query.chainId), eq(attributions.txHash, query.hash), eq(attributions.userOpIndex, -1))
-      : and(eq(attributions.chainId, query.chainId), eq(attributions.userOpHash, query.hash))
-  const [row] = await db
-    .select({
-      blockNumber: attributions.blockNumber,
-      txHash: attributions.txHash,
-      userOpHash: attributions.userOpHash,
-      status: attributions.status,
-      suffix: attributionSuffixes.suffix,
-    })
-    .from(attributions)
-    .innerJoin(
-      attributionSuffixes,
-      and(
-        eq(attributionSuffixes.chainId, attributions.chainId),
-        eq(attributionSuffixes.txHash, attributions.txHash),
-        eq(attributionSuffixes.userOpIndex, attributions.userOpIndex),
-      ),
-    )
-    .where(match)
-    .limit(1)
-  return row
 }

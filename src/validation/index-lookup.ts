@@ -9,10 +9,9 @@ type IndexedRow = { block_number: string; tx_hash: string; user_op_hash: string 
  * Any indexed row of a transaction's own suffix (user_op_index -1), or of a UserOperation, with its
  * suffix (stored once per transaction or UserOperation, in attribution_suffixes).
  *
- * Plain SQL through the driver, not drizzle, unlike the store's reads: the same query as the store's
- * findAttributionByHash, but `attribution validate` then starts without drizzle and the schema
- * (over a hundred modules, most of that command's start). The API answers through it as well, so
- * its tests cover the command's query.
+ * Plain SQL through the driver, not drizzle, unlike the store's reads: `attribution validate` then
+ * starts without drizzle and the schema (over a hundred modules, most of that command's start). The
+ * API answers through it as well, so its tests cover the command's query.
  */
 async function indexedRow(sql: Sql, query: { type: HashType; hash: Hex; chainId: number }): Promise<IndexedRow | undefined> {
   const match =
