@@ -110,6 +110,8 @@ async function runDaemon(command: string) {
     output.close()
     process.exit(code)
   }
+  const { exitOnUnhandled } = await import('./last-resort.js')
+  exitOnUnhandled(logger, exitWith)
   const roles = new Set(rolesByCommand[command])
   const indexing = roles.has('follower') || roles.has('worker')
   // a signal while starting (waiting for a dependency, deploying the devnet) needs nothing released yet
