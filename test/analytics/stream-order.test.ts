@@ -111,7 +111,8 @@ describe('a hub with nobody subscribed', () => {
       const events: AttributionEvent[] = []
       const unsubscribe = await quiet.subscribe({ ...noClient, send: (event) => events.push(event) })
       await commitRanges(database.db, [await cutRange(database.db, { chainId: 31, fromBlock: 2, toBlock: 2, branch: 'a', items: [item('n3', 2)] })])
-      await until('the event after joining arrives', () => events.length >= 1, { timeoutMs: 30_000, intervalMs: 10 })
+      // waited for by its block: the first commit's event may come first (below), and alone it is not the signal
+      await until('the event after joining arrives', () => events.some((event) => event.fromBlock === 2), { timeoutMs: 30_000, intervalMs: 10 })
       unsubscribe()
       // the newest-id read above was sent, maybe not yet applied: a subscriber joining meanwhile is read from the
       // watermark as usual (hub.ts: a few events older than itself, none missing) — at most the first commit's
