@@ -110,7 +110,7 @@ export async function processRange(job: RangeJob, options: ProcessOptions): Prom
   if (options.atTheHead) pendingCheck.catch(() => {})
   else if (!(await pendingCheck)) return { outcome: 'stale', txCount: 0, inserted: 0 }
 
-  let fetched: FetchedRange
+  let fetched: FetchedRange | undefined
   try {
     fetched = await fetchRange(chain.rpc, job, chain.entryPoints, {
       maxRows: options.maxRangeRows,
@@ -129,21 +129,28 @@ export async function processRange(job: RangeJob, options: ProcessOptions): Prom
   }
   if (options.atTheHead && !(await pendingCheck)) return { outcome: 'stale', txCount: 0, inserted: 0 }
   stageEnded('fetch')
-  const rows = await resolveRows(fetched, resolver)
+  let rows: AttributionRow[] | undefined = await resolveRows(fetched, resolver)
   stageEnded('resolve')
   const final = (await (options.atTheHead ? chain.finality?.isFinalNow(job.toBlock) : chain.finality?.isFinal(job.toBlock))) ?? false
   stageEnded('finality')
   const commit = options.commit ?? ((result: RangeResult) => commitRange(db, result))
-  const { committed, inserted } = await commit({
-    job,
-    final,
-    blocks: fetched.blocks,
-    txCount: fetched.txCount,
-    rows,
-    malformed: fetched.malformed,
-  })
-  if (committed) metrics?.rangeIndexed(job.chainId, fetched, inserted)
-  return { outcome: committed ? 'indexed' : 'stale', txCount: fetched.txCount, inserted }
+  const counts = countsOf(fetched)
+  const committing = commit({ job, final, blocks: fetched.blocks, txCount: fetched.txCount, rows, malformed: fetched.malformed })
+  // the range's records and rows are the commit's now (the commit thread's copy, the batcher lets go of its own):
+  // this frame lets go too, or a dense backfill holds every row of the commits in flight a second time meanwhile
+  fetched = undefined
+  rows = undefined
+  const { committed, inserted } = await committing
+  if (committed) metrics?.rangeIndexed(job.chainId, counts, inserted)
+  return { outcome: committed ? 'indexed' : 'stale', txCount: counts.txCount, inserted }
+}
+
+const TRANSACTION = { kind: 'transaction' } as const
+const USER_OPERATION = { kind: 'userOperation' } as const
+
+/** What the metrics count of a fetched range (metrics/indexer.ts rangeIndexed), without holding its records. */
+function countsOf({ blocks, txCount, malformed, attributions }: FetchedRange) {
+  return { blocks, txCount, malformed, attributions: attributions.map((record) => (record.kind === 'transaction' ? TRANSACTION : USER_OPERATION)) }
 }
 
 /** The range is replaced by its pieces, which are indexed as ranges of their own. */
