@@ -16,6 +16,7 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import { closeDatabase, createDatabase } from '../db/client.js'
 import type { RangeResult } from './commit.js'
+import { createHeapKeeper } from './commit-thread-heap.js'
 import { createIndexStore } from './index-store.js'
 import type { CommitReply, CommitRequest, CommitThreadSettings, PlainError, PlainSettled } from './threaded-store.js'
 import { commitTogetherOrEach, type BatchSettled } from './together-or-each.js'
@@ -24,6 +25,7 @@ const settings = workerData as CommitThreadSettings
 const db = createDatabase({ url: settings.databaseUrl, poolSize: settings.poolSize })
 const store = createIndexStore({ db })
 const port = parentPort!
+const heap = createHeapKeeper(process.env.EXPERIMENT_THREAD_GC === '0' ? Number.POSITIVE_INFINITY : undefined)
 
 /** An error as the main thread rebuilds it: what its callers read (name, message, a driver's code), never the object. */
 function plainError(error: unknown): PlainError {
@@ -64,6 +66,10 @@ async function close(): Promise<void> {
 
 port.on('message', (message: CommitRequest | 'close') => {
   if (message === 'close') return void close()
-  const committing = commit(message).finally(() => inFlight.delete(committing))
+  const committing = commit(message).finally(() => {
+    inFlight.delete(committing)
+    // the batch is garbage now (this handler and the commit held the last references to it)
+    heap.committed()
+  })
   inFlight.add(committing)
 })

@@ -31,6 +31,7 @@ export type PlainSettled = { ranges: Array<{ outcome: CommitOutcome } | { error:
 export type CommitReply = { id: number; outcomes?: CommitOutcome[]; settled?: PlainSettled; error?: PlainError }
 
 export type ThreadedIndexStore = IndexStore & {
+  commitTogetherOrEach(results: readonly RangeResult[]): Promise<BatchSettled>
   /** Lets the commits in flight end, then closes the thread's pool and the thread. */
   close(): Promise<void>
 }
