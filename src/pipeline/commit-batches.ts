@@ -9,6 +9,12 @@ export type CommitBatcherOptions = {
   store?: IndexStore
   /** Most ranges per statement. */
   maxRanges: number
+  /**
+   * Most attribution rows per statement (a third of ROWS_IN_FLIGHT): a batch takes ranges while they fit, one
+   * range at least. A dense chain's batch is what the commit thread holds twice over (one committing, the next
+   * prepared); a sparse chain's ranges reach `maxRanges` first. Unbounded when not given.
+   */
+  maxRows?: number
   /** Longest a range waits for others to share its statement, ms. */
   maxWaitMs: number
   /** Blocks in a full range (RANGE_SIZE). */
@@ -65,11 +71,15 @@ export function createCommitBatcher(options: CommitBatcherOptions) {
   let statementsInFlight = 0
   let timer: NodeJS.Timeout | undefined
 
+  const maxRows = options.maxRows ?? Number.POSITIVE_INFINITY
   const isFullRange = ({ job }: RangeResult) => job.toBlock - job.fromBlock + 1 >= options.rangeSize
   const rangesComing = () => options.activeRanges() - waiting.length - committing
+  const waitingRows = () => waiting.reduce((sum, entry) => sum + entry.result!.rows.length, 0)
 
   function shouldWait(): boolean {
-    return waiting.length < options.maxRanges && waiting.every((entry) => isFullRange(entry.result!)) && rangesComing() > 0
+    return (
+      waiting.length < options.maxRanges && waiting.every((entry) => isFullRange(entry.result!)) && waitingRows() < maxRows && rangesComing() > 0
+    )
   }
 
   /** Commits what waits now, or lets it wait (at most maxWaitMs from the first). */
@@ -89,13 +99,22 @@ export function createCommitBatcher(options: CommitBatcherOptions) {
     while (waiting.length > 0 && statementsInFlight < STATEMENTS_IN_FLIGHT) void commitBatch(takeBatch())
   }
 
-  /** The first waiting range and up to maxRanges - 1 more of its regime (store/bulk-commit.ts): a batch never mixes final and tip ranges. */
+  /**
+   * The first waiting range and more of its regime (store/bulk-commit.ts: a batch never mixes final and tip
+   * ranges), up to maxRanges in all and while their rows fit in maxRows.
+   */
   function takeBatch(): Waiting[] {
     const final = waiting[0]!.result!.final === true
     const batch: Waiting[] = []
+    let rows = 0
     for (let i = 0; i < waiting.length && batch.length < options.maxRanges; ) {
-      if ((waiting[i]!.result!.final === true) === final) batch.push(...waiting.splice(i, 1))
-      else i++
+      const { result } = waiting[i]!
+      if ((result!.final === true) !== final) i++
+      else if (batch.length > 0 && rows + result!.rows.length > maxRows) break
+      else {
+        rows += result!.rows.length
+        batch.push(...waiting.splice(i, 1))
+      }
     }
     return batch
   }
