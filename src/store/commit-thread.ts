@@ -25,7 +25,7 @@ const settings = workerData as CommitThreadSettings
 const db = createDatabase({ url: settings.databaseUrl, poolSize: settings.poolSize })
 const store = createIndexStore({ db })
 const port = parentPort!
-const heap = createHeapKeeper(process.env.EXPERIMENT_THREAD_GC === '0' ? Number.POSITIVE_INFINITY : undefined)
+const heap = createHeapKeeper()
 
 /** An error as the main thread rebuilds it: what its callers read (name, message, a driver's code), never the object. */
 function plainError(error: unknown): PlainError {
