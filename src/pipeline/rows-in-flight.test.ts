@@ -38,6 +38,22 @@ describe('rows in flight', () => {
     expect(entered).toEqual([1, 2])
   })
 
+  it('counts ranges in at the first estimate until one has its rows', async () => {
+    const rows = createRowsInFlight(10, 4)
+    const [first, second, third] = [await rows.enter(), await rows.enter(), await rows.enter()]
+    expect(rows.held).toBe(12)
+    let fourthIn = false
+    const fourth = rows.enter().then((ticket) => ((fourthIn = true), ticket))
+    await Promise.resolve()
+    expect(fourthIn).toBe(false)
+    // a sparse range: the estimate falls to what ranges hold, and the room opens
+    first.hold(1)
+    second.hold(1)
+    third.hold(1)
+    ;(await fourth).hold(1)
+    expect(rows.held).toBe(4)
+  })
+
   it('lets a range leave once, however often it is told', async () => {
     const rows = createRowsInFlight(10)
     const ticket = await rows.enter()

@@ -14,9 +14,10 @@
  * ranges hold a few hundred rows and never meet it.
  *
  * A range's rows are only known once fetched, so a range entering counts
- * what ranges have held on average until then, and its own count once it
- * has its rows: the ranges fetching at once do not all pass on an empty
- * count.
+ * what ranges have held on average until then (`firstEstimate`, the most a
+ * range may hold, before any has), and its own count once it has its rows:
+ * the ranges fetching at once do not all pass on an empty count — at the
+ * start of a dense backfill, all sixteen did, and made its peak.
  */
 export type RowsTicket = {
   /** The range's rows are known: they replace the estimate it entered with. */
@@ -25,13 +26,13 @@ export type RowsTicket = {
   leave(): void
 }
 
-export function createRowsInFlight(limit: number) {
+export function createRowsInFlight(limit: number, firstEstimate = 0) {
   let held = 0
   let ranges = 0
   let rowsSeen = 0
   const waiting: Array<(ticket: RowsTicket) => void> = []
 
-  const estimate = () => (ranges === 0 ? 0 : Math.round(rowsSeen / ranges))
+  const estimate = () => (ranges === 0 ? firstEstimate : Math.round(rowsSeen / ranges))
 
   /** Lets waiting ranges in while there is room, each counted in as it passes (not once it runs). */
   function admit() {

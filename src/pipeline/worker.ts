@@ -213,7 +213,7 @@ export function createRangeWorker(options: RangeWorkerOptions) {
   // the RPC sees `concurrency` block fetches at most; the ranges in between fetch receipts and commit meanwhile
   const limitBlockFetches = pLimit(options.concurrency)
   const oneHeavyBlockAtATime = pLimit(1)
-  const rowsInFlight = options.rowsInFlight === undefined ? undefined : createRowsInFlight(options.rowsInFlight)
+  const rowsInFlight = options.rowsInFlight === undefined ? undefined : createRowsInFlight(options.rowsInFlight, options.maxRangeRows)
   const stuckAfter = options.stuckAfter ?? 5
   // the ranges this process works on, with their lock tokens, so a shutdown can hand them back
   const active = new Map<string, { job: Job<RangeJob>; token: string | undefined }>()
