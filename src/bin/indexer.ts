@@ -188,6 +188,7 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
       concurrency: config.WORKER_CONCURRENCY,
       rangeSize: config.RANGE_SIZE,
       maxRangeRows: config.MAX_RANGE_ROWS,
+      rowsInFlight: config.ROWS_IN_FLIGHT,
       queue,
       lockMs: config.JOB_LOCK_MS,
       stuckAfter: config.STUCK_RANGE_ATTEMPTS,

@@ -154,6 +154,13 @@ const envSchema = z.object({
    * chain's ranges hold ~4,700.
    */
   MAX_RANGE_ROWS: positiveInt.default(10_000),
+  /**
+   * Most attribution rows a worker process holds between ranges' fetches and the ends of their commits: a range
+   * starts its fetch only under it, and a commit batch takes at most a third of it (one committing, the next
+   * prepared, a third forming). A sparse chain's ranges never meet it; on a dense chain it bounds the memory
+   * (pipeline/rows-in-flight.ts). At least MAX_RANGE_ROWS.
+   */
+  ROWS_IN_FLIGHT: positiveInt.default(60_000),
   /** The follower stops enqueueing while this many ranges wait to be indexed. */
   MAX_PENDING_RANGES: positiveInt.default(200),
   WORKER_CONCURRENCY: positiveInt.default(4),
@@ -228,6 +235,10 @@ const envSchema = z.object({
   // Node refuses a headers timeout longer than the request's
   if (env.HTTP_HEADERS_TIMEOUT_MS > env.HTTP_REQUEST_TIMEOUT_MS) {
     context.addIssue({ code: 'custom', path: ['HTTP_HEADERS_TIMEOUT_MS'], message: `must not exceed HTTP_REQUEST_TIMEOUT_MS (${env.HTTP_REQUEST_TIMEOUT_MS})` })
+  }
+  // a bound below one range's rows would hold fewer rows than a single range brings
+  if (env.ROWS_IN_FLIGHT < env.MAX_RANGE_ROWS) {
+    context.addIssue({ code: 'custom', path: ['ROWS_IN_FLIGHT'], message: `must be at least MAX_RANGE_ROWS (${env.MAX_RANGE_ROWS})` })
   }
   // batches are sized to answer RPC_BATCH_BYTES: a cap below it would cut the answers of ordinary batches
   if (env.RPC_MAX_ANSWER_BYTES < env.RPC_BATCH_BYTES) {

@@ -1,6 +1,7 @@
 import type { Database } from '../db/client.js'
 import type { CommitOutcome, RangeResult } from '../store/commit.js'
 import { createIndexStore, type IndexStore } from '../store/index-store.js'
+import { commitTogetherOrEach, type BatchSettled } from '../store/together-or-each.js'
 
 export type CommitBatcherOptions = {
   db: Database
@@ -8,6 +9,12 @@ export type CommitBatcherOptions = {
   store?: IndexStore
   /** Most ranges per statement. */
   maxRanges: number
+  /**
+   * Most attribution rows per statement (a third of ROWS_IN_FLIGHT): a batch takes ranges while they fit, one
+   * range at least. A dense chain's batch is what the commit thread holds twice over (one committing, the next
+   * prepared); a sparse chain's ranges reach `maxRanges` first. Unbounded when not given.
+   */
+  maxRows?: number
   /** Longest a range waits for others to share its statement, ms. */
   maxWaitMs: number
   /** Blocks in a full range (RANGE_SIZE). */
@@ -24,7 +31,8 @@ const STATEMENTS_IN_FLIGHT = 2
 /** How long a range waited for its statement to start, and the statement until committed (ms): the live stages commit_wait and commit. */
 export type CommitTimes = (waitMs: number, statementMs: number) => void
 
-type Waiting = { result: RangeResult; resolve: (outcome: CommitOutcome) => void; reject: (error: Error) => void; readyAt: number; timed?: CommitTimes | undefined }
+/** A range waiting for its statement; its result is let go once handed to the store (see commitBatch). */
+type Waiting = { result: RangeResult | undefined; resolve: (outcome: CommitOutcome) => void; reject: (error: Error) => void; readyAt: number; timed?: CommitTimes | undefined }
 
 /**
  * Aggregate stage of one worker process: ranges ready to commit share one
@@ -52,7 +60,9 @@ type Waiting = { result: RangeResult; resolve: (outcome: CommitOutcome) => void;
  * second for the least CPU of 1, 2 and no bound (BENCHMARKS.md).
  *
  * A batch that fails, or finds one of its ranges no longer pending, is
- * committed again range by range, so one range's trouble is its own.
+ * committed again range by range, so one range's trouble is its own: by the
+ * store itself when it can (the commit thread, which holds its own copy of
+ * the batch), so that the ranges' rows are not kept here meanwhile.
  */
 export function createCommitBatcher(options: CommitBatcherOptions) {
   const store = options.store ?? createIndexStore({ db: options.db })
@@ -61,11 +71,15 @@ export function createCommitBatcher(options: CommitBatcherOptions) {
   let statementsInFlight = 0
   let timer: NodeJS.Timeout | undefined
 
+  const maxRows = options.maxRows ?? Number.POSITIVE_INFINITY
   const isFullRange = ({ job }: RangeResult) => job.toBlock - job.fromBlock + 1 >= options.rangeSize
   const rangesComing = () => options.activeRanges() - waiting.length - committing
+  const waitingRows = () => waiting.reduce((sum, entry) => sum + entry.result!.rows.length, 0)
 
   function shouldWait(): boolean {
-    return waiting.length < options.maxRanges && waiting.every((entry) => isFullRange(entry.result)) && rangesComing() > 0
+    return (
+      waiting.length < options.maxRanges && waiting.every((entry) => isFullRange(entry.result!)) && waitingRows() < maxRows && rangesComing() > 0
+    )
   }
 
   /** Commits what waits now, or lets it wait (at most maxWaitMs from the first). */
@@ -85,13 +99,22 @@ export function createCommitBatcher(options: CommitBatcherOptions) {
     while (waiting.length > 0 && statementsInFlight < STATEMENTS_IN_FLIGHT) void commitBatch(takeBatch())
   }
 
-  /** The first waiting range and up to maxRanges - 1 more of its regime (store/bulk-commit.ts): a batch never mixes final and tip ranges. */
+  /**
+   * The first waiting range and more of its regime (store/bulk-commit.ts: a batch never mixes final and tip
+   * ranges), up to maxRanges in all and while their rows fit in maxRows.
+   */
   function takeBatch(): Waiting[] {
-    const final = waiting[0]!.result.final === true
+    const final = waiting[0]!.result!.final === true
     const batch: Waiting[] = []
+    let rows = 0
     for (let i = 0; i < waiting.length && batch.length < options.maxRanges; ) {
-      if ((waiting[i]!.result.final === true) === final) batch.push(...waiting.splice(i, 1))
-      else i++
+      const { result } = waiting[i]!
+      if ((result!.final === true) !== final) i++
+      else if (batch.length > 0 && rows + result!.rows.length > maxRows) break
+      else {
+        rows += result!.rows.length
+        batch.push(...waiting.splice(i, 1))
+      }
     }
     return batch
   }
@@ -99,13 +122,15 @@ export function createCommitBatcher(options: CommitBatcherOptions) {
   /** Tells a timed range how long it waited for the statement that began at `startedAt`, and that statement. */
   const timeEntry = (entry: Waiting, startedAt: number) => entry.timed?.(startedAt - entry.readyAt, performance.now() - startedAt)
 
-  /** One range's own statement: its outcome, or its error, to its caller. */
-  const commitAlone = (entry: Waiting) => {
-    const startedAt = performance.now()
-    return store.commitRanges([entry.result]).then(([outcome]) => {
-      timeEntry(entry, startedAt)
-      entry.resolve(outcome!)
-    }, entry.reject)
+  /**
+   * The batch's ranges handed to the store, one statement or one per range
+   * (commitTogetherOrEach), and let go of here: a store that holds the batch
+   * elsewhere (the commit thread) keeps the only copy while it commits.
+   */
+  function settle(batch: Waiting[]): Promise<BatchSettled> {
+    const results = batch.map((entry) => entry.result!)
+    for (const entry of batch) entry.result = undefined
+    return store.commitTogetherOrEach ? store.commitTogetherOrEach(results) : commitTogetherOrEach((ranges) => store.commitRanges(ranges), results)
   }
 
   /** One statement for the batch; if it fails, or finds a range no longer pending, one statement per range. */
@@ -113,18 +138,18 @@ export function createCommitBatcher(options: CommitBatcherOptions) {
     committing += batch.length
     statementsInFlight++
     try {
-      if (batch.length === 1) return await commitAlone(batch[0]!)
       const startedAt = performance.now()
-      const outcomes = await store.commitRanges(batch.map((entry) => entry.result)).catch((error: Error) => error)
-      if (!(outcomes instanceof Error) && outcomes.every((outcome) => outcome.committed)) {
-        batch.forEach((entry, i) => {
-          timeEntry(entry, startedAt)
-          entry.resolve(outcomes[i]!)
-        })
-        return
-      }
-      options.onSplit?.(batch.length, outcomes instanceof Error ? outcomes : undefined)
-      for (const entry of batch) await commitAlone(entry)
+      const { ranges, split } = await settle(batch)
+      if (split) options.onSplit?.(batch.length, split.error)
+      batch.forEach((entry, i) => {
+        const { outcome, error } = ranges[i]!
+        if (error) return entry.reject(error)
+        timeEntry(entry, startedAt)
+        entry.resolve(outcome!)
+      })
+    } catch (error) {
+      // the store could not take the batch (the thread refused it, or is closing): every range of it failed
+      for (const entry of batch) entry.reject(error as Error)
     } finally {
       committing -= batch.length
       statementsInFlight--

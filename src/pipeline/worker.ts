@@ -14,6 +14,7 @@ import type { Finality } from './finality.js'
 import { BranchMismatchError, fetchRange, RangeTooDenseError, type FetchedRange } from './fetch.js'
 import type { RangeJob } from '../store/ranges.js'
 import { enqueueRanges, RANGE_QUEUE, rangeRetryDelay, type RangeQueue } from './queue.js'
+import { createRowsInFlight, type RowsInFlight, type RowsTicket } from './rows-in-flight.js'
 import type { CodeResolver } from './resolve.js'
 
 /** A chain as a worker indexes it; without `finality` every range takes the tip path. */
@@ -41,6 +42,8 @@ export type RangeWorkerOptions = {
   metrics?: IndexerMetrics
   /** Where commits go (the daemon's: a thread of their own, store/threaded-store.ts); by default one in this thread on `db`. */
   store?: IndexStore
+  /** Most attribution rows held between fetch and commit (ROWS_IN_FLIGHT, rows-in-flight.ts); a commit batch takes a third. Unbounded when not given. */
+  rowsInFlight?: number
 }
 
 /**
@@ -77,7 +80,9 @@ async function resolveRows(fetched: FetchedRange, resolver: CodeResolver): Promi
  * any number of times and to kill at any instant — the effect in Postgres
  * happens once, in the transaction of its commit statement.
  */
-type ProcessOptions = Omit<RangeWorkerOptions, 'connection' | 'prefix' | 'concurrency' | 'rangeSize' | 'lockMs' | 'stuckAfter' | 'queue'> & {
+type ProcessOptions = Omit<RangeWorkerOptions, 'connection' | 'prefix' | 'concurrency' | 'rangeSize' | 'lockMs' | 'stuckAfter' | 'queue' | 'rowsInFlight'> & {
+  /** Where a backfill's range waits for room before its fetch, and counts its rows until its commit ends (ROWS_IN_FLIGHT). */
+  rowsHeld?: RowsInFlight
   /** Enqueues the pieces of a range split for its density; without it the follower's sweep finds them. */
   enqueue?: (jobs: readonly RangeJob[]) => Promise<void>
   /** Where a block past MAX_RANGE_ROWS alone is indexed: one at a time per worker, so only one is held whole. */
@@ -96,6 +101,16 @@ type ProcessOptions = Omit<RangeWorkerOptions, 'connection' | 'prefix' | 'concur
 }
 
 export async function processRange(job: RangeJob, options: ProcessOptions): Promise<RangeOutcome> {
+  // a range at the head never waits for room: it is small, and its latency is the live path's
+  const ticket = options.atTheHead ? undefined : await options.rowsHeld?.enter()
+  try {
+    return await indexRange(job, options, ticket)
+  } finally {
+    ticket?.leave()
+  }
+}
+
+async function indexRange(job: RangeJob, options: ProcessOptions, ticket: RowsTicket | undefined): Promise<RangeOutcome> {
   const { db, chains, resolver, metrics } = options
   const chain = chains.get(job.chainId)
   if (!chain) throw new Error(`chain ${job.chainId} is not configured on this worker`)
@@ -110,7 +125,7 @@ export async function processRange(job: RangeJob, options: ProcessOptions): Prom
   if (options.atTheHead) pendingCheck.catch(() => {})
   else if (!(await pendingCheck)) return { outcome: 'stale', txCount: 0, inserted: 0 }
 
-  let fetched: FetchedRange
+  let fetched: FetchedRange | undefined
   try {
     fetched = await fetchRange(chain.rpc, job, chain.entryPoints, {
       maxRows: options.maxRangeRows,
@@ -123,27 +138,37 @@ export async function processRange(job: RangeJob, options: ProcessOptions): Prom
       // a block cannot be split: fetched again and held whole, by one range at a time (the others dropped theirs)
       const { oneHeavyBlockAtATime = (index) => index() } = options
       metrics?.denseRange(job.chainId, 'block_alone')
+      // the block's own pass counts its rows (and waits for room) itself
+      ticket?.leave()
       return oneHeavyBlockAtATime(() => processRange(job, { ...options, maxRangeRows: Number.POSITIVE_INFINITY }))
     }
     throw error
   }
   if (options.atTheHead && !(await pendingCheck)) return { outcome: 'stale', txCount: 0, inserted: 0 }
   stageEnded('fetch')
-  const rows = await resolveRows(fetched, resolver)
+  let rows: AttributionRow[] | undefined = await resolveRows(fetched, resolver)
+  ticket?.hold(rows.length)
   stageEnded('resolve')
   const final = (await (options.atTheHead ? chain.finality?.isFinalNow(job.toBlock) : chain.finality?.isFinal(job.toBlock))) ?? false
   stageEnded('finality')
   const commit = options.commit ?? ((result: RangeResult) => commitRange(db, result))
-  const { committed, inserted } = await commit({
-    job,
-    final,
-    blocks: fetched.blocks,
-    txCount: fetched.txCount,
-    rows,
-    malformed: fetched.malformed,
-  })
-  if (committed) metrics?.rangeIndexed(job.chainId, fetched, inserted)
-  return { outcome: committed ? 'indexed' : 'stale', txCount: fetched.txCount, inserted }
+  const counts = countsOf(fetched)
+  const committing = commit({ job, final, blocks: fetched.blocks, txCount: fetched.txCount, rows, malformed: fetched.malformed })
+  // the range's records and rows are the commit's now (the commit thread's copy, the batcher lets go of its own):
+  // this frame lets go too, or a dense backfill holds every row of the commits in flight a second time meanwhile
+  fetched = undefined
+  rows = undefined
+  const { committed, inserted } = await committing
+  if (committed) metrics?.rangeIndexed(job.chainId, counts, inserted)
+  return { outcome: committed ? 'indexed' : 'stale', txCount: counts.txCount, inserted }
+}
+
+const TRANSACTION = { kind: 'transaction' } as const
+const USER_OPERATION = { kind: 'userOperation' } as const
+
+/** What the metrics count of a fetched range (metrics/indexer.ts rangeIndexed), without holding its records. */
+function countsOf({ blocks, txCount, malformed, attributions }: FetchedRange) {
+  return { blocks, txCount, malformed, attributions: attributions.map((record) => (record.kind === 'transaction' ? TRANSACTION : USER_OPERATION)) }
 }
 
 /** The range is replaced by its pieces, which are indexed as ranges of their own. */
@@ -188,6 +213,7 @@ export function createRangeWorker(options: RangeWorkerOptions) {
   // the RPC sees `concurrency` block fetches at most; the ranges in between fetch receipts and commit meanwhile
   const limitBlockFetches = pLimit(options.concurrency)
   const oneHeavyBlockAtATime = pLimit(1)
+  const rowsInFlight = options.rowsInFlight === undefined ? undefined : createRowsInFlight(options.rowsInFlight, options.maxRangeRows)
   const stuckAfter = options.stuckAfter ?? 5
   // the ranges this process works on, with their lock tokens, so a shutdown can hand them back
   const active = new Map<string, { job: Job<RangeJob>; token: string | undefined }>()
@@ -197,9 +223,12 @@ export function createRangeWorker(options: RangeWorkerOptions) {
     store: options.store ?? createIndexStore({ db: options.db }),
     // fewer than the slots beyond the block fetches: ranges waiting to commit never idle the fetches
     maxRanges: options.concurrency,
+    // one batch committing, the next prepared on the commit thread, a third forming (rows-in-flight.ts)
+    ...(options.rowsInFlight !== undefined && { maxRows: Math.max(1, Math.floor(options.rowsInFlight / 3)) }),
     maxWaitMs: 500,
     rangeSize: options.rangeSize,
-    activeRanges: () => active.size,
+    // ranges waiting for room before their fetch are not on their way to the commit: nothing waits for them
+    activeRanges: () => active.size - (rowsInFlight?.waiting ?? 0),
     onSplit: (ranges, error) =>
       logger.warn({ ranges, err: error?.message }, error ? 'batched commit failed; committing its ranges one by one' : 'a batched range was no longer pending; committing one by one'),
   })
@@ -227,6 +256,7 @@ export function createRangeWorker(options: RangeWorkerOptions) {
           commit: (result) => commits.commit(result, live?.commitTimes),
           enqueue: (pieces) => enqueueRanges(options.queue, pieces),
           oneHeavyBlockAtATime,
+          ...(rowsInFlight && { rowsHeld: rowsInFlight }),
           atTheHead: isAtTheHead(job.data, options.rangeSize),
           ...(live && { stage: live.stage }),
         })

@@ -16,16 +16,19 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import { closeDatabase, createDatabase } from '../db/client.js'
 import type { RangeResult } from './commit.js'
+import { createHeapKeeper } from './commit-thread-heap.js'
 import { createIndexStore } from './index-store.js'
-import type { CommitReply, CommitRequest, CommitThreadSettings } from './threaded-store.js'
+import type { CommitReply, CommitRequest, CommitThreadSettings, PlainError, PlainSettled } from './threaded-store.js'
+import { commitTogetherOrEach, type BatchSettled } from './together-or-each.js'
 
 const settings = workerData as CommitThreadSettings
 const db = createDatabase({ url: settings.databaseUrl, poolSize: settings.poolSize })
 const store = createIndexStore({ db })
 const port = parentPort!
+const heap = createHeapKeeper()
 
 /** An error as the main thread rebuilds it: what its callers read (name, message, a driver's code), never the object. */
-function plainError(error: unknown): CommitReply['error'] {
+function plainError(error: unknown): PlainError {
   const { name = 'Error', message = String(error), code, stack } = (error ?? {}) as { name?: string; message?: string; code?: unknown; stack?: string }
   return { name, message, ...(typeof code === 'string' && { code }), ...(stack && { stack }) }
 }
@@ -33,11 +36,20 @@ function plainError(error: unknown): CommitReply['error'] {
 const inFlight = new Set<Promise<void>>()
 let closing = false
 
-async function commit({ id, results }: CommitRequest): Promise<void> {
+function plainSettled({ ranges, split }: BatchSettled): PlainSettled {
+  return {
+    ranges: ranges.map((range) => (range.error ? { error: plainError(range.error) } : { outcome: range.outcome! })),
+    ...(split && { split: { error: split.error && plainError(split.error) } }),
+  }
+}
+
+async function commit({ id, results, each }: CommitRequest): Promise<void> {
   let reply: CommitReply
   try {
     if (closing) throw new Error('the commit thread is closing')
-    reply = { id, outcomes: await store.commitRanges(results as RangeResult[]) }
+    reply = each
+      ? { id, settled: plainSettled(await commitTogetherOrEach(store.commitRanges, results as RangeResult[])) }
+      : { id, outcomes: await store.commitRanges(results as RangeResult[]) }
   } catch (error) {
     reply = { id, error: plainError(error) }
   }
@@ -54,6 +66,10 @@ async function close(): Promise<void> {
 
 port.on('message', (message: CommitRequest | 'close') => {
   if (message === 'close') return void close()
-  const committing = commit(message).finally(() => inFlight.delete(committing))
+  const committing = commit(message).finally(() => {
+    inFlight.delete(committing)
+    // the batch is garbage now (this handler and the commit held the last references to it)
+    heap.committed()
+  })
   inFlight.add(committing)
 })

@@ -3,6 +3,7 @@ import { commitFinalRanges } from './bulk-commit.js'
 import { commitRanges, type CommitOutcome, type RangeResult } from './commit.js'
 import { createEveryChainMemory } from './every-chain.js'
 import { createFinalSenders } from './final-senders.js'
+import type { BatchSettled } from './together-or-each.js'
 
 /**
  * The indexer's write side of the store, as one object per database: it owns
@@ -15,6 +16,12 @@ export type IndexStore = {
   /** Commits ranges exactly once, in one transaction: by the bulk path when every one is final (bulk-commit.ts), else the tip path's statement (commit.ts). */
   commitRanges(results: readonly RangeResult[]): Promise<CommitOutcome[]>
   commitRange(result: RangeResult): Promise<CommitOutcome>
+  /**
+   * commitTogetherOrEach (together-or-each.ts) run where the commits run: a store that holds what it commits
+   * apart from its caller (the commit thread, threaded-store.ts) retries a batch range by range itself, so its
+   * caller need not keep the batch for that. Without it, callers run commitTogetherOrEach over commitRanges.
+   */
+  commitTogetherOrEach?(results: readonly RangeResult[]): Promise<BatchSettled>
 }
 
 export function createIndexStore({ db }: { db: Database }): IndexStore {

@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads'
 import type { CommitOutcome, RangeResult } from './commit.js'
 import type { IndexStore } from './index-store.js'
+import type { BatchSettled } from './together-or-each.js'
 
 /**
  * An IndexStore whose commits run on a thread of their own (commit-thread.ts
@@ -11,16 +12,26 @@ import type { IndexStore } from './index-store.js'
  *
  * A batch crosses by structured clone (~3 µs a row on the main thread,
  * against ~20 µs of folding and COPY text it no longer does); rows of one
- * record keep sharing it, as the fold expects. A thread that dies fails the
- * commits it held, as a dropped connection would, and the next commit starts
- * another: a range's commit is exactly once whatever happens to the thread.
+ * record keep sharing it, as the fold expects. The thread then owns it: a
+ * batch that must be committed range by range is retried there
+ * (commitTogetherOrEach), so the caller lets go of its rows once they are
+ * sent, and a dense backfill's rows in the commit are held once, not twice.
+ * A thread that dies fails the commits it held, as a dropped connection
+ * would (their ranges are retried as any failed range is), and the next
+ * commit starts another: a range's commit is exactly once whatever happens
+ * to the thread.
  */
 
 export type CommitThreadSettings = { databaseUrl: string; poolSize: number }
-export type CommitRequest = { id: number; results: readonly RangeResult[] }
-export type CommitReply = { id: number; outcomes?: CommitOutcome[]; error?: { name: string; message: string; code?: string; stack?: string } }
+/** `each`: committed by commitTogetherOrEach, answered with `settled`; else by commitRanges, answered with `outcomes`. */
+export type CommitRequest = { id: number; results: readonly RangeResult[]; each?: boolean }
+export type PlainError = { name: string; message: string; code?: string; stack?: string }
+/** A BatchSettled as it crosses back: errors as plain objects (an Error's own fields and class do not survive the clone). */
+export type PlainSettled = { ranges: Array<{ outcome: CommitOutcome } | { error: PlainError }>; split?: { error: PlainError | undefined } }
+export type CommitReply = { id: number; outcomes?: CommitOutcome[]; settled?: PlainSettled; error?: PlainError }
 
 export type ThreadedIndexStore = IndexStore & {
+  commitTogetherOrEach(results: readonly RangeResult[]): Promise<BatchSettled>
   /** Lets the commits in flight end, then closes the thread's pool and the thread. */
   close(): Promise<void>
 }
@@ -46,7 +57,7 @@ function threadSource(): { source: string | URL; eval: boolean } {
 }
 
 /** The error a commit failed with, rebuilt on this side of the thread: its name, message and driver code, as callers read them. */
-function rebuilt({ name, message, code, stack }: NonNullable<CommitReply['error']>): Error {
+function rebuilt({ name, message, code, stack }: PlainError): Error {
   const error = Object.assign(new Error(message), code === undefined ? {} : { code })
   error.name = name
   if (stack) error.stack = stack
@@ -54,7 +65,7 @@ function rebuilt({ name, message, code, stack }: NonNullable<CommitReply['error'
 }
 
 export function createThreadedIndexStore({ databaseUrl, poolSize = DEFAULT_POOL_SIZE }: { databaseUrl: string; poolSize?: number }): ThreadedIndexStore {
-  const waiting = new Map<number, { resolve: (outcomes: CommitOutcome[]) => void; reject: (error: Error) => void }>()
+  const waiting = new Map<number, { resolve: (reply: CommitReply) => void; reject: (error: Error) => void }>()
   let nextId = 0
   let thread: Worker | undefined
   let closing: Promise<void> | undefined
@@ -70,25 +81,26 @@ export function createThreadedIndexStore({ databaseUrl, poolSize = DEFAULT_POOL_
   function start(): Worker {
     const { source, eval: evaluated } = threadSource()
     const started = new Worker(source, { eval: evaluated, workerData: { databaseUrl, poolSize } satisfies CommitThreadSettings })
-    started.on('message', ({ id, outcomes, error }: CommitReply) => {
-      const commit = waiting.get(id)
+    started.on('message', (reply: CommitReply) => {
+      const commit = waiting.get(reply.id)
       if (!commit) return
-      waiting.delete(id)
-      if (error) commit.reject(rebuilt(error))
-      else commit.resolve(outcomes!)
+      waiting.delete(reply.id)
+      if (reply.error) commit.reject(rebuilt(reply.error))
+      else commit.resolve(reply)
     })
     started.on('error', (error) => lost(started, new Error(`the commit thread failed: ${error.message}`)))
     started.on('exit', (code) => lost(started, new Error(`the commit thread exited (code ${code})`)))
     return started
   }
 
-  function commitRanges(results: readonly RangeResult[]): Promise<CommitOutcome[]> {
+  /** Sends the batch (a copy: nothing of it is kept on this side) and resolves with the thread's reply. */
+  function send(results: readonly RangeResult[], each: boolean): Promise<CommitReply> {
     if (closing) return Promise.reject(new Error('the commit thread is closing'))
     thread ??= start()
     const id = nextId++
-    const reply = new Promise<CommitOutcome[]>((resolve, reject) => waiting.set(id, { resolve, reject }))
+    const reply = new Promise<CommitReply>((resolve, reject) => waiting.set(id, { resolve, reject }))
     try {
-      thread.postMessage({ id, results } satisfies CommitRequest)
+      thread.postMessage({ id, results, ...(each && { each }) } satisfies CommitRequest)
     } catch (error) {
       // a value the structured clone refuses: this commit fails alone, nothing reached the thread
       waiting.get(id)!.reject(error as Error)
@@ -97,9 +109,20 @@ export function createThreadedIndexStore({ databaseUrl, poolSize = DEFAULT_POOL_
     return reply
   }
 
+  const commitRanges = async (results: readonly RangeResult[]) => (await send(results, false)).outcomes!
+
+  async function commitTogetherOrEach(results: readonly RangeResult[]): Promise<BatchSettled> {
+    const { ranges, split } = (await send(results, true)).settled!
+    return {
+      ranges: ranges.map((range) => ('error' in range ? { error: rebuilt(range.error) } : range)),
+      ...(split && { split: { error: split.error && rebuilt(split.error) } }),
+    }
+  }
+
   return {
     commitRanges,
     commitRange: async (result) => (await commitRanges([result]))[0]!,
+    commitTogetherOrEach,
     close() {
       closing ??= (async () => {
         const closing = thread

@@ -233,6 +233,19 @@ describe('the worker’s commit batcher', () => {
     expect(await commitStatements(205)).toBe(3)
   })
 
+  it('takes ranges into a batch while their rows fit in maxRows, and commits without waiting once they are there', async () => {
+    const results = await cutFour(206)
+    const statements: number[] = []
+    const store = createIndexStore({ db: database.db })
+    const counted: IndexStore = { ...store, commitRanges: (ranges) => (statements.push(ranges.length), store.commitRanges(ranges)) }
+    // rows 3, 2, 2, 2: 5 rows fit the first two, the last two make the next batch
+    const commits = createCommitBatcher({ db: database.db, store: counted, maxRanges: 4, maxRows: 5, maxWaitMs: 600_000, rangeSize: RANGE_SIZE, activeRanges: () => 4 })
+    const outcomes = await Promise.all(results.map((result) => commits.commit(result)))
+    expect(outcomes.map((outcome) => outcome.inserted)).toEqual([3, 2, 2, 2])
+    expect(statements).toEqual([2, 2])
+    expect(await commitStatements(206)).toBe(2)
+  })
+
   it('commits what waited once the wait bound passes', async () => {
     const [first] = await cutFour(203)
     const commits = batcher(() => 3, 50)

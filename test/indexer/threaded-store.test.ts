@@ -91,6 +91,20 @@ describe('commits on a thread of their own', () => {
     expect(range?.status).toBe('pending')
   })
 
+  it('commits a failing batch range by range on the thread: each range its own outcome or error, the batch error told', async () => {
+    const [stale, broken, fine] = await Promise.all([91, 101, 111].map(async (fromBlock) => (await cutInBoth(fromBlock, true, NOW_S - 40 * DAY_S))[1]))
+    expect(await store.commitRange(stale!)).toEqual({ committed: true, inserted: 30 })
+    const unhashed = { ...broken!, blocks: [{ number: 101, hash: null as never, parentHash: broken!.job.parentHash, timestamp: NOW_S - 60, txCount: 1 }] }
+    const { ranges, split } = await store.commitTogetherOrEach([stale!, unhashed, fine!])
+    expect(split).toBeDefined()
+    expect(ranges[0]).toEqual({ outcome: { committed: false, inserted: 0 } })
+    expect(ranges[1]!.error).toMatchObject({ name: 'PostgresError', code: '23502' })
+    expect(ranges[2]).toEqual({ outcome: { committed: true, inserted: 30 } })
+    const statuses = await threaded.db.$client<{ from_block: string; status: string }[]>`
+      select from_block::text, status from ranges where from_block in (91, 101, 111) order by from_block::bigint`
+    expect(statuses.map(({ from_block, status }) => `${from_block}:${status}`)).toEqual(['91:done', '101:pending', '111:done'])
+  })
+
   it('refuses what cannot cross to the thread without losing the commits after it', async () => {
     const [, range] = await cutInBoth(51, true, NOW_S - 40 * DAY_S)
     await expect(store.commitRange({ ...range, job: { ...range.job, cannotClone: () => {} } as never })).rejects.toThrow(/could not be cloned/)

@@ -1,0 +1,81 @@
+/**
+ * The attribution rows one worker process holds between a range's fetch and
+ * the end of its commit, on either thread, bounded by ROWS_IN_FLIGHT.
+ *
+ * A range is worked on in a worker slot from its blocks to its commit, and
+ * there are four slots per block fetch (worker.ts) so that fetches never
+ * idle behind commits. Where the commit is the slower stage — a dense chain,
+ * where PostgreSQL writes every row — the slots fill with ranges fetched
+ * ahead and waiting their turn: on the dense bench, sixteen ranges of ~9,000
+ * rows, most of the process's memory (issue 40.5). No more than about three
+ * commit batches' worth is of use at once — one committing, the next
+ * prepared on the commit thread, a third forming — so a range starts its
+ * fetch only while the rows held are under the bound. A sparse chain's
+ * ranges hold a few hundred rows and never meet it.
+ *
+ * A range's rows are only known once fetched, so a range entering counts
+ * what ranges have held on average until then (`firstEstimate`, the most a
+ * range may hold, before any has), and its own count once it has its rows:
+ * the ranges fetching at once do not all pass on an empty count — at the
+ * start of a dense backfill, all sixteen did, and made its peak.
+ */
+export type RowsTicket = {
+  /** The range's rows are known: they replace the estimate it entered with. */
+  hold(rows: number): void
+  /** The range's rows are committed, or dropped: its count leaves (once, however often called). */
+  leave(): void
+}
+
+export function createRowsInFlight(limit: number, firstEstimate = 0) {
+  let held = 0
+  let ranges = 0
+  let rowsSeen = 0
+  const waiting: Array<(ticket: RowsTicket) => void> = []
+
+  const estimate = () => (ranges === 0 ? firstEstimate : Math.round(rowsSeen / ranges))
+
+  /** Lets waiting ranges in while there is room, each counted in as it passes (not once it runs). */
+  function admit() {
+    while (waiting.length > 0 && held < limit) waiting.shift()!(ticket())
+  }
+
+  function ticket(): RowsTicket {
+    let counted = estimate()
+    let left = false
+    held += counted
+    return {
+      hold(rows) {
+        if (left) return
+        held += rows - counted
+        counted = rows
+        ranges++
+        rowsSeen += rows
+        admit()
+      },
+      leave() {
+        if (left) return
+        left = true
+        held -= counted
+        admit()
+      },
+    }
+  }
+
+  return {
+    /** Waits for room (the rows held under the limit), then counts the range in. */
+    enter(): Promise<RowsTicket> {
+      if (held < limit && waiting.length === 0) return Promise.resolve(ticket())
+      return new Promise((resolve) => waiting.push(resolve))
+    },
+    /** Ranges waiting for room: they are not on their way to the commit (the batcher does not wait for them). */
+    get waiting() {
+      return waiting.length
+    },
+    /** Rows held now (for tests and metrics). */
+    get held() {
+      return held
+    },
+  }
+}
+
+export type RowsInFlight = ReturnType<typeof createRowsInFlight>
