@@ -8,8 +8,8 @@ import { HOUR_MS, HOURLY_TOTALS_DAYS } from './buckets.js'
 import { BLOCK_CONFLICT_SQL, blocksInsert, malformedInsert, rangeFlipCtes, recordsOf, type CommitOutcome, type RangeResult } from './commit.js'
 import { ATTRIBUTION_EVENTS_CHANNEL } from './events.js'
 import { createEveryChainMemory, forgetEveryChainState, writesEveryChain, type EveryChainMemory } from './every-chain.js'
-import { createFinalSenders, type FinalSenders } from './final-senders.js'
-import { createFolder, type Columns, type FoldContext, type FoldedAggregates, type WindowBound } from './fold.js'
+import { createFinalMembers, type BatchMembers, type FinalMembers } from './final-members.js'
+import { createFolder, type FoldContext, type FoldedAggregates, type WindowBound } from './fold.js'
 import { FINAL_REFS, holdRefsWritersAlone } from './final-refs.js'
 
 /**
@@ -42,7 +42,7 @@ export async function commitFinalRanges(
   db: Database,
   results: readonly RangeResult[],
   memory: EveryChainMemory = createEveryChainMemory(),
-  finalSenders: FinalSenders = createFinalSenders(),
+  finalMembers: FinalMembers = createFinalMembers(),
 ): Promise<CommitOutcome[]> {
   const sql = db.$client
   const chainIds = results.map(({ job }) => job.chainId)
@@ -50,10 +50,11 @@ export async function commitFinalRanges(
   // the every-chain scope's state can change under a commit only once in a database's life: a second try fits
   for (let attempt = 0; attempt < 3; attempt++) {
     const everyChain = await writesEveryChain(sql, chainIds, memory)
-    const prepared = await prepareAggregates(results, await foldContext(sql, everyChain), finalSenders)
+    const prepared = await prepareAggregates(results, await foldContext(sql, everyChain), finalMembers)
     try {
-      const senders = await sql.begin((tx) => commitInTransaction(tx, results, rows, prepared, finalSenders))
-      finalSenders.add(senders.chain_id!, senders.day!, senders.sender!)
+      const written = await sql.begin((tx) => commitInTransaction(tx, results, rows, prepared, finalMembers))
+      // the members this commit made final (or found final), remembered once it has committed (final-members.ts)
+      finalMembers.add(written.members, written.context.windows)
       return results.map(({ rows }) => ({ committed: true, inserted: rows.length }))
     } catch (error) {
       if (error instanceof StaleBatch) return results.map(() => ({ committed: false, inserted: 0 }))
@@ -89,13 +90,14 @@ async function inPieces(results: readonly RangeResult[], visit: (result: RangeRe
  * one's statements instead of the database waiting on it inside each
  * transaction.
  */
-type PreparedAggregates = { context: FoldContext; literals: Literals; chainSenders: Columns }
+type PreparedAggregates = { context: FoldContext; literals: Literals; members: BatchMembers }
 
-async function prepareAggregates(results: readonly RangeResult[], context: FoldContext, finalSenders: FinalSenders): Promise<PreparedAggregates> {
-  const folder = createFolder(context, { knownFinalSender: finalSenders.has })
+async function prepareAggregates(results: readonly RangeResult[], context: FoldContext, finalMembers: FinalMembers): Promise<PreparedAggregates> {
+  const folder = createFolder(context, { knownFinal: finalMembers })
   await inPieces(results, ({ job }, rows) => folder.add(job, rows))
   const folded = folder.result()
-  return { context, literals: literalsOf(folded), chainSenders: folded.chainSenders }
+  const { scopeSets, chainSenders, codeSenderRefs, windowSenderRefs, windowCodeSenderRefs } = folded
+  return { context, literals: literalsOf(folded), members: { scopeSets, chainSenders, codeSenderRefs, windowSenderRefs, windowCodeSenderRefs } }
 }
 
 /**
@@ -116,8 +118,8 @@ async function commitInTransaction(
   results: readonly RangeResult[],
   rows: CopyTexts | undefined,
   prepared: PreparedAggregates,
-  finalSenders: FinalSenders,
-): Promise<Columns> {
+  finalMembers: FinalMembers,
+): Promise<PreparedAggregates> {
   const { context } = prepared
   // sent in this order: each query is executed as it is made (awaited, a query would go out a turn later, after
   // those executed meanwhile: `await` defers a thenable's `then`)
@@ -135,10 +137,9 @@ async function commitInTransaction(
   if ((flip as Array<{ done: number }>)[0]!.done !== results.length) throw new StaleBatch()
   if (!(scope as Array<{ ok: boolean }>)[0]?.ok) throw new ScopeMoved()
   const windows = current as FoldContext
-  const written = sameContext(windows, context) ? prepared : await prepareAggregates(results, windows, finalSenders)
+  const written = sameContext(windows, context) ? prepared : await prepareAggregates(results, windows, finalMembers)
   await settledInOrder([writeAggregates(tx, written.literals), rows && copyRows(tx, rows)])
-  // the chain's senders this commit makes final (or finds final), remembered once it has committed (final-senders.ts)
-  return written.chainSenders
+  return written
 }
 
 /**

@@ -5,6 +5,7 @@ import { DAY_MS, HOUR_MS } from './buckets.js'
 import type { RangeResult } from './commit.js'
 import type { RangeJob } from './ranges.js'
 import { FINAL_REFS } from './final-refs.js'
+import type { FinalMembers } from './final-members.js'
 
 /**
  * Every aggregate of a batch of committed ranges, folded in the committing
@@ -94,7 +95,7 @@ type WindowTotals = { transactions: number; userOperations: number; reverted: nu
  * so its scopes are a ScopeSet shared by all such members, JSON included;
  * a member met under two is given a Set of its own.
  */
-type ScopeSet = { keys: readonly string[]; id: number }
+type ScopeSet = { keys: readonly string[]; id: number; text: string }
 type Scopes = ScopeSet | Set<string>
 
 /** What one record means to every row of it: its buckets, computed once. */
@@ -113,8 +114,10 @@ export type Folder = {
   result(): FoldedAggregates
 }
 
-/** What the folder may leave out: a chain's sender of a day already final (final-senders.ts). */
-export type FoldOptions = { knownFinalSender?: (chainId: number, day: string, sender: string) => boolean }
+/** What the folder may leave out: members this process already made final (final-members.ts). */
+export type FoldOptions = { knownFinal?: Omit<FinalMembers, 'add'> }
+
+const KNOWS_NONE: Omit<FinalMembers, 'add'> = { chainSender: () => false, codeSender: () => false, windowSender: () => false, windowCodeSender: () => false }
 
 export function foldAggregates(results: readonly RangeResult[], context: FoldContext): FoldedAggregates {
   const folder = createFolder(context)
@@ -122,7 +125,7 @@ export function foldAggregates(results: readonly RangeResult[], context: FoldCon
   return folder.result()
 }
 
-export function createFolder(context: FoldContext, { knownFinalSender = () => false }: FoldOptions = {}): Folder {
+export function createFolder(context: FoldContext, { knownFinal = KNOWS_NONE }: FoldOptions = {}): Folder {
   const codeDaily: Tree<Tree<Tree<Tree<Tree<CodeTotals>>>>> = new Map() // code, registry, chain, day, kind
   const codeHourly: Tree<Tree<Tree<Tree<Tree<CodeTotals>>>>> = new Map()
   const chainDaily: Tree<Tree<Tree<ChainTotals>>> = new Map() // chain, day, kind
@@ -165,19 +168,21 @@ export function createFolder(context: FoldContext, { knownFinalSender = () => fa
       }
 
       // a code's sender counts in its registry and in any ('*'), on its chain and (when kept) every chain
+      // a member this process already made final in these scopes is not asked again (final-members.ts)
       const codeScopes = codeScopeSet(sets, scopeSets, registry, chainScope, context.everyChain)
-      addScopes(branch(branch(codeSenders, code, newTree), day, newTree), rec.sender, codeScopes)
+      if (!knownFinal.codeSender(code, day, rec.sender, codeScopes.text)) addScopes(branch(branch(codeSenders, code, newTree), day, newTree), rec.sender, codeScopes)
       for (const w of byDay)
-        if (dayMs >= w.fromMs && dayMs < w.untilMs)
+        if (dayMs >= w.fromMs && dayMs < w.untilMs && !knownFinal.windowCodeSender(w, code, rec.sender, codeScopes.text))
           addScopes(branch(branch(windowCodeSenders, w.name, newTree), code, newTree), rec.sender, codeScopes)
       const perSender = branch(branch(chainSenders, chainId, newTree), day, newTree)
-      // presence only (final-refs.ts): the count would be written nowhere; one this process made final is not asked again
-      if (!perSender.has(rec.sender) && !knownFinalSender(chainId, day, rec.sender)) perSender.set(rec.sender, 1)
+      // presence only (final-refs.ts): the count would be written nowhere
+      if (!perSender.has(rec.sender) && !knownFinal.chainSender(chainId, day, rec.sender)) perSender.set(rec.sender, 1)
 
       for (const w of byHour) {
         if (hourMs < w.fromMs || hourMs >= w.untilMs) continue
         if (w.subject === 'sender') {
-          addScopes(branch(windowSenders, w.name, newTree), rec.sender, chainScopeSet(sets, windowScopeSets, chainScope, context.everyChain))
+          const scopes = chainScopeSet(sets, windowScopeSets, chainScope, context.everyChain)
+          if (!knownFinal.windowSender(w, rec.sender, scopes.text)) addScopes(branch(windowSenders, w.name, newTree), rec.sender, scopes)
           continue
         }
         const scopes = branch(codeWindows, w.name, newTree)
@@ -236,7 +241,11 @@ function createScopeSets() {
     if (id === undefined) ids.set(text, (id = json.push(text)))
     return id
   }
-  return { json, idOf, set: (keys: readonly string[]): ScopeSet => ({ keys, id: idOf(keys) }) }
+  const set = (keys: readonly string[]): ScopeSet => {
+    const id = idOf(keys)
+    return { keys, id, text: json[id - 1]! }
+  }
+  return { json, idOf, set }
 }
 type ScopeSets = ReturnType<typeof createScopeSets>
 

@@ -2,13 +2,13 @@ import type { Database } from '../db/client.js'
 import { commitFinalRanges } from './bulk-commit.js'
 import { commitRanges, type CommitOutcome, type RangeResult } from './commit.js'
 import { createEveryChainMemory } from './every-chain.js'
-import { createFinalSenders } from './final-senders.js'
+import { createFinalMembers } from './final-members.js'
 import type { BatchSettled } from './together-or-each.js'
 
 /**
  * The indexer's write side of the store, as one object per database: it owns
  * what the commit remembers between statements (the every-chain scope's
- * state, every-chain.ts; the senders it made final, final-senders.ts) instead of a module-level map keyed by the database
+ * state, every-chain.ts; the members it made final, final-members.ts) instead of a module-level map keyed by the database
  * client. Create one per process role that commits (createRangeWorker does),
  * and hand it what commits.
  */
@@ -26,9 +26,9 @@ export type IndexStore = {
 
 export function createIndexStore({ db }: { db: Database }): IndexStore {
   const everyChain = createEveryChainMemory()
-  const finalSenders = createFinalSenders()
+  const finalMembers = createFinalMembers()
   const commitEither = (results: readonly RangeResult[]) =>
-    results.every((result) => result.final) ? commitFinalRanges(db, results, everyChain, finalSenders) : commitRanges(db, results, everyChain)
+    results.every((result) => result.final) ? commitFinalRanges(db, results, everyChain, finalMembers) : commitRanges(db, results, everyChain)
   return {
     commitRanges: (results) => commitEither(results),
     commitRange: async (result) => (await commitEither([result]))[0]!,

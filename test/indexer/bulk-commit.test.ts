@@ -3,7 +3,7 @@ import { createRandom } from '../../devnet/random.js'
 import { commitFinalRanges } from '../../src/store/bulk-commit.js'
 import { commitRanges, type RangeResult } from '../../src/store/commit.js'
 import { createEveryChainMemory } from '../../src/store/every-chain.js'
-import { createFinalSenders } from '../../src/store/final-senders.js'
+import { createFinalMembers } from '../../src/store/final-members.js'
 import { createRollingWindows } from '../../src/store/rolling-windows.js'
 import { rollbackAbove } from '../../src/store/rollback.js'
 import { attributionRow, labelHash, senderAddress, type TestAttribution } from '../support/ranges.js'
@@ -135,13 +135,13 @@ describe('bulk commit of finalized ranges', () => {
   it('leaves every table as the tip path leaves it, batch after batch', async () => {
     const tipMemory = createEveryChainMemory()
     const bulkMemory = createEveryChainMemory()
-    // remembered across batches as a store remembers them: the last batch meets a chain's senders of a day again
-    const finalSenders = createFinalSenders()
+    // remembered across batches as a store remembers them: the last batch meets members of earlier ones again
+    const finalMembers = createFinalMembers()
     for (const batch of BATCHES) {
       const results = batch.map(rangeResult)
       await Promise.all([insertPending(tip, results), insertPending(bulk, results)])
       const tipOutcomes = await commitRanges(tip.db, results, tipMemory)
-      const bulkOutcomes = await commitFinalRanges(bulk.db, results, bulkMemory, finalSenders)
+      const bulkOutcomes = await commitFinalRanges(bulk.db, results, bulkMemory, finalMembers)
       expect(bulkOutcomes).toEqual(tipOutcomes)
       expect(bulkOutcomes.every((outcome) => outcome.committed && outcome.inserted > 0)).toBe(true)
       expect(await tablesOf(bulk)).toEqual(await tablesOf(tip))
@@ -298,5 +298,36 @@ describe('bulk commit while a rolling window moves', () => {
       holder.release()
     }
     expect(await tablesOf(bulkDb)).toEqual(await tablesOf(tipDb))
+  })
+})
+
+describe('members a process made final, when a window moves past them', () => {
+  let tipDb: TestDatabase
+  let bulkDb: TestDatabase
+
+  beforeAll(async () => {
+    ;[tipDb, bulkDb] = await Promise.all([createTestDatabase('bulk_known_tip'), createTestDatabase('bulk_known_bulk')])
+    for (const database of [tipDb, bulkDb]) await createRollingWindows(database.db.$client).ensureCurrent(new Date((NOW_S - 3 * DAY_S) * 1000))
+  })
+
+  afterAll(async () => {
+    await Promise.all([tipDb?.drop(), bulkDb?.drop()])
+  })
+
+  it('asks again for a member remembered under the bounds it left, and counts it in the window it entered', async () => {
+    const finalMembers = createFinalMembers()
+    const commitBoth = async (results: RangeResult[]) => {
+      await Promise.all([insertPending(tipDb, results), insertPending(bulkDb, results)])
+      await commitRanges(tipDb.db, results)
+      await commitFinalRanges(bulkDb.db, results, undefined, finalMembers)
+    }
+    // three days old: in the 24-hour windows as they stood three days ago; the same senders again in the last hour
+    await commitBoth([rangeResult({ chainId: 8453, fromBlock: 1, toBlock: 10, era: ERAS[1]! })])
+    for (const database of [tipDb, bulkDb]) await createRollingWindows(database.db.$client).ensureCurrent(new Date())
+    await commitBoth([rangeResult({ chainId: 8453, fromBlock: 11, toBlock: 20, era: ERAS[2]! })])
+    expect(await tablesOf(bulkDb)).toEqual(await tablesOf(tipDb))
+    const [counted] = await bulkDb.db.$client<{ senders: number }[]>`
+      select senders::int from sender_window_counts where window_name = 'senders:24h' and scope = 8453`
+    expect(counted?.senders).toBeGreaterThan(0)
   })
 })
