@@ -96,8 +96,8 @@ async function prepareAggregates(results: readonly RangeResult[], context: FoldC
   const folder = createFolder(context, { knownFinal: finalMembers })
   await inPieces(results, ({ job }, rows) => folder.add(job, rows))
   const folded = folder.result()
-  const { scopeSets, chainSenders, codeSenderRefs, windowSenderRefs, windowCodeSenderRefs } = folded
-  return { context, literals: literalsOf(folded), members: { scopeSets, chainSenders, codeSenderRefs, windowSenderRefs, windowCodeSenderRefs } }
+  const { scopeSets, chainSenders, windowSenderRefs } = folded
+  return { context, literals: literalsOf(folded), members: { scopeSets, chainSenders, windowSenderRefs } }
 }
 
 /**

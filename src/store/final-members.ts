@@ -1,15 +1,19 @@
 import type { Columns, WindowBound } from './fold.js'
 
 /**
- * The members this process has made final in the distinct-sender tables
- * (final-refs.ts) — a chain's sender of a day, a code's sender of a day, a
- * window's sender, a window's code and sender — so the next bulk batches
- * leave them out instead of asking the tables again.
+ * The senders this process has made final in the distinct-sender tables
+ * keyed by sender alone (final-refs.ts) — a chain's sender of a day, a
+ * window's sender — so the next bulk batches leave them out instead of
+ * asking the tables again.
  *
- * A dense chain's batches meet most of their members again: a day has a
- * few tens of thousands of senders, the all-time window the same senders
- * for ever, and each was a primary-key lookup and a JSON read in the
- * aggregate statement, only to find it already final (bench/LOG.md).
+ * A dense chain's batches meet most of these again: a day has a few tens
+ * of thousands of senders, the all-time window the same senders for ever,
+ * and each was a primary-key lookup and a JSON read in the aggregate
+ * statement, only to find it already final (bench/LOG.md). A code's sender
+ * is not remembered: on a chain with a long tail of codes nearly every
+ * (code, sender) pair is new, and remembering them cost the committing
+ * thread more (~5 µs a row, map lookups in a table of 200k) than the
+ * lookups it saved.
  *
  * What this remembers cannot go stale:
  * - a member is remembered only once the commit that made it final has
@@ -31,21 +35,13 @@ import type { Columns, WindowBound } from './fold.js'
 export type FinalMembers = {
   chainSender(chainId: number, day: string, sender: string): boolean
   /** `scopes`: the scope set's JSON the row would write (fold.ts). */
-  codeSender(code: string, day: string, sender: string, scopes: string): boolean
   windowSender(window: WindowBound, sender: string, scopes: string): boolean
-  windowCodeSender(window: WindowBound, code: string, sender: string, scopes: string): boolean
   /** Remembers a committed batch's members, folded under `windows` (the folded columns, fold.ts). */
   add(batch: BatchMembers, windows: readonly WindowBound[]): void
 }
 
 /** A committed batch's members as fold.ts gives them: one array per column, `scope_set` numbering `scopeSets` from 1. */
-export type BatchMembers = {
-  scopeSets: readonly string[]
-  chainSenders: Columns
-  codeSenderRefs: Columns
-  windowSenderRefs: Columns
-  windowCodeSenderRefs: Columns
-}
+export type BatchMembers = { scopeSets: readonly string[]; chainSenders: Columns; windowSenderRefs: Columns }
 
 const DAYS_KEPT = 3
 const MEMBERS_KEPT = 200_000
@@ -55,34 +51,20 @@ type WindowMembers = { fromMs: number; untilMs: number; members: Tree }
 
 export function createFinalMembers({ daysKept = DAYS_KEPT, membersKept = MEMBERS_KEPT } = {}): FinalMembers {
   const chainSenders = createDayMembers(daysKept, membersKept) // day, chain, sender → true
-  const codeSenders = createDayMembers(daysKept, membersKept) // day, code, sender → scopes
   const windowSenders = createWindowMembers(membersKept) // window, sender → scopes
-  const windowCodeSenders = createWindowMembers(membersKept) // window, code, sender → scopes
 
   return {
     chainSender: (chainId, day, sender) => chainSenders.get(day, chainId, sender) === true,
-    codeSender: (code, day, sender, scopes) => codeSenders.get(day, code, sender) === scopes,
     windowSender: (window, sender, scopes) => windowSenders.of(window)?.get(sender) === scopes,
-    windowCodeSender: (window, code, sender, scopes) => (windowCodeSenders.of(window)?.get(code) as Tree | undefined)?.get(sender) === scopes,
     add(batch, windows) {
-      const scopesOf = (column: readonly unknown[], i: number) => batch.scopeSets[(column[i] as number) - 1]
       {
         const { chain_id, day, sender } = batch.chainSenders
         for (let i = 0; i < sender!.length; i++) chainSenders.set(day![i] as string, chain_id![i], sender![i], true)
       }
-      {
-        const { code, day, sender, scope_set } = batch.codeSenderRefs
-        for (let i = 0; i < sender!.length; i++) codeSenders.set(day![i] as string, code![i], sender![i], scopesOf(scope_set!, i))
-      }
       const byName = new Map(windows.map((window) => [window.name, window]))
-      {
-        const { window_name, sender, scope_set } = batch.windowSenderRefs
-        for (let i = 0; i < sender!.length; i++) windowSenders.set(byName.get(window_name![i] as string)!, sender![i], scopesOf(scope_set!, i))
-      }
-      {
-        const { window_name, code, sender, scope_set } = batch.windowCodeSenderRefs
-        for (let i = 0; i < sender!.length; i++) windowCodeSenders.setUnder(byName.get(window_name![i] as string)!, code![i], sender![i], scopesOf(scope_set!, i))
-      }
+      const { window_name, sender, scope_set } = batch.windowSenderRefs
+      for (let i = 0; i < sender!.length; i++)
+        windowSenders.set(byName.get(window_name![i] as string)!, sender![i], batch.scopeSets[(scope_set![i] as number) - 1])
     },
   }
 }
@@ -142,9 +124,5 @@ function createWindowMembers(membersKept: number) {
       size = 0
     }
   }
-  return {
-    of,
-    set: (window: WindowBound, member: unknown, value: unknown) => counted(membersOf(window), member, value),
-    setUnder: (window: WindowBound, key: unknown, member: unknown, value: unknown) => counted(branch(membersOf(window), key), member, value),
-  }
+  return { of, set: (window: WindowBound, member: unknown, value: unknown) => counted(membersOf(window), member, value) }
 }

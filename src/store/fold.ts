@@ -117,7 +117,7 @@ export type Folder = {
 /** What the folder may leave out: members this process already made final (final-members.ts). */
 export type FoldOptions = { knownFinal?: Omit<FinalMembers, 'add'> }
 
-const KNOWS_NONE: Omit<FinalMembers, 'add'> = { chainSender: () => false, codeSender: () => false, windowSender: () => false, windowCodeSender: () => false }
+const KNOWS_NONE: Omit<FinalMembers, 'add'> = { chainSender: () => false, windowSender: () => false }
 
 export function foldAggregates(results: readonly RangeResult[], context: FoldContext): FoldedAggregates {
   const folder = createFolder(context)
@@ -168,14 +168,14 @@ export function createFolder(context: FoldContext, { knownFinal = KNOWS_NONE }: 
       }
 
       // a code's sender counts in its registry and in any ('*'), on its chain and (when kept) every chain
-      // a member this process already made final in these scopes is not asked again (final-members.ts)
       const codeScopes = codeScopeSet(sets, scopeSets, registry, chainScope, context.everyChain)
-      if (!knownFinal.codeSender(code, day, rec.sender, codeScopes.text)) addScopes(branch(branch(codeSenders, code, newTree), day, newTree), rec.sender, codeScopes)
+      addScopes(branch(branch(codeSenders, code, newTree), day, newTree), rec.sender, codeScopes)
       for (const w of byDay)
-        if (dayMs >= w.fromMs && dayMs < w.untilMs && !knownFinal.windowCodeSender(w, code, rec.sender, codeScopes.text))
+        if (dayMs >= w.fromMs && dayMs < w.untilMs)
           addScopes(branch(branch(windowCodeSenders, w.name, newTree), code, newTree), rec.sender, codeScopes)
       const perSender = branch(branch(chainSenders, chainId, newTree), day, newTree)
-      // presence only (final-refs.ts): the count would be written nowhere
+      // presence only (final-refs.ts): the count would be written nowhere; a sender this process already made final
+      // in these scopes is not asked again (final-members.ts)
       if (!perSender.has(rec.sender) && !knownFinal.chainSender(chainId, day, rec.sender)) perSender.set(rec.sender, 1)
 
       for (const w of byHour) {
