@@ -18,6 +18,8 @@ function customRegistryOf(attribution: Attributed, entry: AttributedCode): CodeR
   return undefined
 }
 
+const INVALID: Resolution = Object.freeze({ status: 'invalid', wallet: null, registry: null })
+
 /**
  * Resolve stage: what each code means. Invalid codes and codes of a custom
  * registry are decided from the suffix alone; the rest are looked up in our
@@ -46,12 +48,19 @@ export function createCodeResolver({ registry, negativeTtlMs = 15_000, maxEntrie
       }
     }
     const wallets = await lookup(toLookUp)
+    // one object per code of our registry, shared by its rows: a batch crosses to the commit thread by structured
+    // clone, which copies a shared object once (threaded-store.ts)
+    const ours = new Map<string, Resolution>()
     return (attribution, entry) => {
-      if (!entry.valid) return { status: 'invalid', wallet: null, registry: null }
+      if (!entry.valid) return INVALID
       const custom = customRegistryOf(attribution, entry)
       if (custom) return { status: 'custom', wallet: null, registry: custom }
-      const wallet = wallets.get(entry.code) ?? null
-      return { status: wallet ? 'registered' : 'unregistered', wallet, registry: null }
+      let resolution = ours.get(entry.code)
+      if (resolution === undefined) {
+        const wallet = wallets.get(entry.code) ?? null
+        ours.set(entry.code, (resolution = { status: wallet ? 'registered' : 'unregistered', wallet, registry: null }))
+      }
+      return resolution
     }
   }
 
