@@ -64,6 +64,23 @@ export type AttributionRecord = {
   attribution: Attributed
 }
 
+/** What the store keeps of a record's attribution (store/attribution-columns.ts, store/fold.ts). */
+export type StoredAttribution = Pick<Attributed, 'schemaId' | 'codes' | 'suffix' | 'suffixBytes' | 'suffixGas'>
+
+/**
+ * A record as the store receives it: its attribution without what only
+ * resolving its codes needed (entries, registries, metadata). A commit
+ * batch crosses to the commit thread by structured clone, whose cost grows
+ * with every object it copies: a dense batch's entries cost more to copy
+ * than the rest of its records (bench/LOG.md).
+ */
+export type StoredRecord = Omit<AttributionRecord, 'attribution'> & { attribution: StoredAttribution }
+
+export function storedRecord(record: AttributionRecord): StoredRecord {
+  const { schemaId, codes, suffix, suffixBytes, suffixGas } = record.attribution
+  return { ...record, attribution: { schemaId, codes, suffix, suffixBytes, suffixGas } }
+}
+
 export type MalformedRecord = { txHash: Hex; userOpIndex: number; blockNumber: number; reason: string }
 
 /**

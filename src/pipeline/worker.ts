@@ -16,6 +16,7 @@ import type { RangeJob } from '../store/ranges.js'
 import { enqueueRanges, RANGE_QUEUE, rangeRetryDelay, type RangeQueue } from './queue.js'
 import { createRowsInFlight, type RowsInFlight, type RowsTicket } from './rows-in-flight.js'
 import type { CodeResolver } from './resolve.js'
+import { storedRecord } from '../attribution/records.js'
 
 /** A chain as a worker indexes it; without `finality` every range takes the tip path. */
 export type WorkerChain = { chainId: number; rpc: Rpc; entryPoints: ReadonlySet<string>; finality?: Finality }
@@ -66,10 +67,11 @@ async function resolveRows(fetched: FetchedRange, resolver: CodeResolver): Promi
   const rows: AttributionRow[] = []
   for (const record of fetched.attributions) {
     const seen = new Set<string>()
+    const stored = storedRecord(record)
     for (const entry of record.attribution.entries) {
       if (seen.has(entry.code)) continue
       seen.add(entry.code)
-      rows.push({ record, code: entry.code, resolution: resolutionOf(record.attribution, entry) })
+      rows.push({ record: stored, code: entry.code, resolution: resolutionOf(record.attribution, entry) })
     }
   }
   return rows

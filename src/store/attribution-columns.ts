@@ -1,6 +1,6 @@
 import { getTableColumns } from 'drizzle-orm'
 import type { Resolution } from '../attribution/decode.js'
-import type { AttributionRecord } from '../attribution/records.js'
+import type { StoredRecord } from '../attribution/records.js'
 import { attributions, attributionSuffixes } from '../db/schema/index.js'
 
 /**
@@ -15,7 +15,7 @@ import { attributions, attributionSuffixes } from '../db/schema/index.js'
  */
 
 /** One attribution row: a record and one of its codes, resolved against the registry. */
-export type AttributionRow = { record: AttributionRecord; code: string; resolution: Resolution }
+export type AttributionRow = { record: StoredRecord; code: string; resolution: Resolution }
 
 type Insert<T extends { $inferInsert: object }> = T['$inferInsert']
 type Stored<T extends { $inferInsert: object }> = Exclude<keyof Insert<T>, 'id'>
@@ -63,7 +63,7 @@ export const ATTRIBUTION_COLUMNS: ColumnTable<typeof attributions, AttributionRo
 }
 
 /** One suffix per attributed transaction or UserOperation: the record itself. */
-export const SUFFIX_COLUMNS: ColumnTable<typeof attributionSuffixes, AttributionRecord> = {
+export const SUFFIX_COLUMNS: ColumnTable<typeof attributionSuffixes, StoredRecord> = {
   chainId: { value: (_, chainId) => chainId },
   txHash: { value: (record) => record.txHash },
   userOpIndex: { value: (record) => record.userOpIndex },
@@ -246,7 +246,7 @@ function unnestInsert<Source>(table: Parameters<typeof getTableColumns>[0], colu
 }
 
 export const attributionInsert = unnestInsert(attributions, ATTRIBUTION_COLUMNS as Record<string, Column<AttributionRow, unknown>>)
-export const suffixInsert = unnestInsert(attributionSuffixes, SUFFIX_COLUMNS as Record<string, Column<AttributionRecord, unknown>>)
+export const suffixInsert = unnestInsert(attributionSuffixes, SUFFIX_COLUMNS as Record<string, Column<StoredRecord, unknown>>)
 
 /** The columns every aggregate is computed from, as the `returning` of an insert or delete of attribution rows. */
 export const AGGREGATED_COLUMNS: readonly string[] = sqlColumns(attributions, ATTRIBUTION_COLUMNS as AnyColumns)

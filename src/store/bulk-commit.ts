@@ -2,7 +2,7 @@ import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type postgres from 'postgres'
 import { planForParameters, type Database } from '../db/client.js'
-import type { AttributionRecord } from '../attribution/records.js'
+import type { StoredRecord } from '../attribution/records.js'
 import { arrayLiteral, attributionInsert, suffixInsert, type AttributionRow } from './attribution-columns.js'
 import { HOUR_MS, HOURLY_TOTALS_DAYS } from './buckets.js'
 import { BLOCK_CONFLICT_SQL, blocksInsert, malformedInsert, rangeFlipCtes, recordsOf, type CommitOutcome, type RangeResult } from './commit.js'
@@ -177,7 +177,7 @@ async function copyTexts(results: readonly RangeResult[]): Promise<CopyTexts | u
   if (results.every(({ rows }) => rows.length === 0)) return undefined
   let attributions = ''
   let suffixes = ''
-  let previousRecord: AttributionRecord | undefined
+  let previousRecord: StoredRecord | undefined
   await inPieces(results, ({ job }, rows) => {
     attributions += attributionInsert.copyText([{ chainId: job.chainId, sources: rows }])
     // a record whose rows a piece's end splits: its suffix goes with the piece holding its first row

@@ -1,7 +1,7 @@
 import type postgres from 'postgres'
 import type { Hex } from 'viem'
 import { boundedReason } from '../attribution/limits.js'
-import type { AttributionRecord, BlockContext, MalformedRecord } from '../attribution/records.js'
+import type { BlockContext, MalformedRecord, StoredRecord } from '../attribution/records.js'
 import { planForParameters, type Database } from '../db/client.js'
 import { aggregateCtes } from './aggregates.js'
 import { shareRefsWriters } from './final-refs.js'
@@ -45,8 +45,8 @@ export function unnestRows<Source>(sql: Sql, insert: UnnestInsert<Source>, group
 }
 
 /** Each attributed transaction or UserOperation of the rows, once: its suffix is stored once, not per code. */
-export function recordsOf(rows: readonly AttributionRow[]): AttributionRecord[] {
-  const records: AttributionRecord[] = []
+export function recordsOf(rows: readonly AttributionRow[]): StoredRecord[] {
+  const records: StoredRecord[] = []
   for (const row of rows) if (records.at(-1) !== row.record) records.push(row.record)
   return records
 }

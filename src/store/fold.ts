@@ -1,5 +1,5 @@
 import { EVERY_CHAIN } from '../db/schema/index.js'
-import type { AttributionRecord } from '../attribution/records.js'
+import type { StoredRecord } from '../attribution/records.js'
 import type { AttributionRow } from './attribution-columns.js'
 import { DAY_MS, HOUR_MS } from './buckets.js'
 import type { RangeResult } from './commit.js'
@@ -142,7 +142,7 @@ export function createFolder(context: FoldContext, { knownFinal = KNOWS_NONE }: 
   const byHour = context.windows.filter((w) => w.subject !== 'code-sender')
   const byDay = context.windows.filter((w) => w.subject === 'code-sender')
 
-  let record: AttributionRecord | undefined
+  let record: StoredRecord | undefined
   let buckets: RecordBuckets = { day: '', dayMs: 0, hour: undefined, hourMs: 0 }
   function add(job: RangeJob, rows: readonly AttributionRow[]) {
     const chainId = job.chainId
@@ -282,7 +282,7 @@ const newCodeTotals = (): CodeTotals => ({ success: 0, reverted: 0, suffixGas: 0
 const newChainTotals = (): ChainTotals => ({ attributions: 0, success: 0, reverted: 0 })
 const newEvent = () => ({ toBlock: 0, attributions: 0 })
 
-function addCodeTotals(byKind: Tree<CodeTotals>, record: AttributionRecord, success: boolean) {
+function addCodeTotals(byKind: Tree<CodeTotals>, record: StoredRecord, success: boolean) {
   const totals = branch(byKind, record.kind, newCodeTotals)
   if (success) totals.success++
   else totals.reverted++
@@ -299,7 +299,7 @@ function addChainTotals(byKind: Tree<ChainTotals>, kind: string, success: boolea
 }
 
 
-function addWindowTotals(totals: WindowTotals, record: AttributionRecord, success: boolean) {
+function addWindowTotals(totals: WindowTotals, record: StoredRecord, success: boolean) {
   if (!success) totals.reverted++
   else if (record.kind === 'transaction') totals.transactions++
   else totals.userOperations++
