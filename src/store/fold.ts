@@ -144,6 +144,7 @@ export function createFolder(context: FoldContext, { knownFinal = KNOWS_NONE }: 
 
   let record: StoredRecord | undefined
   let buckets: RecordBuckets = { day: '', dayMs: 0, hour: undefined, hourMs: 0 }
+  let bucketsSeconds = Number.NaN
   function add(job: RangeJob, rows: readonly AttributionRow[]) {
     const chainId = job.chainId
     const chainScope = String(chainId)
@@ -154,7 +155,8 @@ export function createFolder(context: FoldContext, { knownFinal = KNOWS_NONE }: 
       const firstOfRecord = row.record !== record
       if (firstOfRecord) {
         record = row.record
-        buckets = bucketsOf(record.blockTimestamp, context.firstKeptHourMs)
+        // a block's records share its time: its buckets are made once (two dates and their text)
+        if (record.blockTimestamp !== bucketsSeconds) buckets = bucketsOf((bucketsSeconds = record.blockTimestamp), context.firstKeptHourMs)
       }
       const { day, dayMs, hour, hourMs } = buckets
       const rec = record!
