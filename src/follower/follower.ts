@@ -81,9 +81,10 @@ export function createFollower(options: FollowerOptions) {
       lockHeld.catch(() => {})
       let head: number
       let headHash: Hex
+      let parentHash: Hex
       let headRecorded: Promise<void>
       try {
-        ;({ number: head, hash: headHash, recorded: headRecorded } = await trackHead({ sql: db.$client, rpc, chainId, metrics }))
+        ;({ number: head, hash: headHash, parentHash, recorded: headRecorded } = await trackHead({ sql: db.$client, rpc, chainId, metrics }))
         await lockHeld
       } catch (error) {
         await lockHeld
@@ -97,7 +98,7 @@ export function createFollower(options: FollowerOptions) {
       const target = targetOf(head, chain.confirmations)
       let moreToCut = false
       try {
-        const nodeHasOurTip = await reconcile(lock.sql, head)
+        const nodeHasOurTip = await reconcile(lock.sql, head, { number: head, hash: headHash, parentHash })
         const reconciledAt = performance.now()
         if (Date.now() - lastSweep > SWEEP_INTERVAL_MS) {
           await sweepQueue(lock)

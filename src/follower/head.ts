@@ -30,7 +30,7 @@ export async function trackHead({ sql, rpc, chainId, metrics }: { sql: Sql; rpc:
   const recorded = recordHead(sql, chainId, number, header.hash)
   // awaited by the tick; never an unhandled rejection meanwhile
   recorded.catch(() => {})
-  return { number, hash: header.hash, recorded }
+  return { number, hash: header.hash, parentHash: header.parentHash, recorded }
 }
 
 /**

@@ -6,7 +6,7 @@ import { sameHash } from '../rpc/objects.js'
 import { clearMismatchFlags, firstFlaggedRange, lastRange, rangeBoundaryAtOrBelow, type RangeJob } from '../store/ranges.js'
 import { clearRefusedRollback, finalThrough, recordRefusedRollback } from '../store/chain-state.js'
 import { rollbackAbove } from '../store/rollback.js'
-import { checkBranch, checkBranchAt, findCommonAncestor } from './reorg.js'
+import { checkBranch, checkBranchAt, findCommonAncestor, type HeadHeader } from './reorg.js'
 import { knownPointsBelow } from '../store/blocks.js'
 
 type Bounds = Pick<RangeJob, 'fromBlock' | 'toBlock'>
@@ -95,13 +95,16 @@ export function createReconciler(options: {
     return true
   }
 
-  /** Returns false when the node lags behind the index's tip (nothing to cut from it yet), or a reorg is refused. */
-  async function reconcile(sql: postgres.ReservedSql, head: number): Promise<boolean> {
+  /**
+   * Returns false when the node lags behind the index's tip (nothing to cut from it yet), or a reorg is refused.
+   * `headHeader`: the head the tick read, whose hashes spare asking the node for the index's tip at the head.
+   */
+  async function reconcile(sql: postgres.ReservedSql, head: number, headHeader?: HeadHeader): Promise<boolean> {
     // the flagged range and the index's highest point at or below the head, read in one round trip (pipelined)
     const [flagged, [point]] = await Promise.all([firstFlaggedRange(sql, chainId), knownPointsBelow(sql, chainId, head, 1)])
     if (!(await checkFlaggedRanges(sql, head, flagged))) return false
     // a flagged range's check may have rolled back or cleared: the point is read again then
-    const check = flagged ? await checkBranch(sql, rpc, chainId, head) : await checkBranchAt(rpc, point)
+    const check = flagged ? await checkBranch(sql, rpc, chainId, head) : await checkBranchAt(rpc, point, headHeader)
     if (check.kind === 'reorg') return handleReorg(sql, check.mismatchAt, head)
     if (check.kind !== 'same' || !refusalMayBeRecorded) return check.kind !== 'behind'
     const cleared = await clearRefusedRollback(sql, chainId)

@@ -21,9 +21,29 @@ export async function checkBranch(sql: postgres.ReservedSql, rpc: Rpc, chainId: 
   return checkBranchAt(rpc, point)
 }
 
-/** checkBranch at a known point already read (knownPointsBelow(…, height, 1)); none: nothing to compare. */
-export async function checkBranchAt(rpc: Pick<Rpc, 'header'>, point: { number: number; hash: string } | undefined): Promise<BranchCheck> {
+/** The node's head as the tick read it: its hash and its parent's. */
+export type HeadHeader = { number: number; hash: string; parentHash: string }
+
+/** The node's hash at `number` as its head header tells it (the head itself, or its parent), else undefined. */
+export function hashFromHead(head: HeadHeader | undefined, number: number): string | undefined {
+  if (head?.number === number) return head.hash
+  if (head?.number === number + 1) return head.parentHash
+  return undefined
+}
+
+/**
+ * checkBranch at a known point already read (knownPointsBelow(…, height, 1));
+ * none: nothing to compare. At the tip the point is the head or its parent
+ * (the last range cut ends there), whose hashes the head header the tick
+ * read already holds: when they agree, no round trip to the node. A
+ * disagreement is asked of the node itself before it is called a reorg: a
+ * head header is one answer, and a lagging or load-balanced node's may not
+ * match the blocks it serves.
+ */
+export async function checkBranchAt(rpc: Pick<Rpc, 'header'>, point: { number: number; hash: string } | undefined, head?: HeadHeader): Promise<BranchCheck> {
   if (!point) return { kind: 'same' }
+  const fromHead = hashFromHead(head, point.number)
+  if (fromHead !== undefined && sameHash(fromHead, point.hash)) return { kind: 'same' }
   const header = await rpc.header(point.number)
   if (!header) return { kind: 'behind' }
   return sameHash(header.hash, point.hash) ? { kind: 'same' } : { kind: 'reorg', mismatchAt: point.number }
