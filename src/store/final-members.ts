@@ -1,4 +1,6 @@
-import type { Columns, WindowBound } from './fold.js'
+/** A window as its members were made final under it (fold.ts's WindowBound, which this module does not import: fold.ts imports it). */
+type WindowBound = { name: string; fromMs: number; untilMs: number }
+type Columns = Record<string, unknown[]>
 
 /**
  * The senders this process has made final in the distinct-sender tables
