@@ -28,7 +28,7 @@ function simulate(options: { costMs: (calls: number) => number; latencyMs?: numb
       const length = lengths.lengthFor(key, most)
       const calls = Math.ceil(queue / Math.ceil(queue / length))
       queue -= calls
-      const tag = lengths.sent(key, now)
+      const tag = lengths.sent(key, calls, now)
       const startsAt = Math.max(now + latencyMs, nodeFreeAt)
       nodeFreeAt = startsAt + costMs(calls)
       out.push({ doneAt: nodeFreeAt + latencyMs, calls, tag })
@@ -79,7 +79,7 @@ describe('batch length by measured delivery', () => {
     lengths.asked('m', 90)
     expect(lengths.lengthFor('m', 1_000)).toBe(90)
     // the base measured: 90 calls in 100 ms
-    const base = lengths.sent('m', 0)
+    const base = lengths.sent('m', 90, 0)
     lengths.answered('m', base, 90, 100)
     expect(lengths.lengthFor('m', 1_000)).toBe(45)
   })
