@@ -288,12 +288,12 @@ export function createBatchLengths(options: BatchLengthOptions = {}) {
         window.sent--
         window.sentCalls -= request.calls
       }
-      // halving and doubling: the fewest answers (a long batch may cost the node several times the best's); finer steps: more
+      // halving and doubling: the fewest answers (a long batch may cost the node several times the best's); finer steps: more.
+      // The first window is over once what it sent is back (the calls asked at once may have grown since it sent them).
       const answers = state.coarse ? minAnswers : 4 * minAnswers
-      // and not before the requests that went together at its start are all back: a node serving requests in turn served
-      // the first answers alone while the others waited, and the others' shares hold that time
-      // the first window is over when what it sent is back (calls asked at once may have grown since)
       const enough = firstWindowSent(state) ? window.back >= window.sent : window.answers >= answers && window.calls >= state.demand
+      // never before the requests that went together at its start are all back: a node serving requests in turn served
+      // the first answers alone while the others waited, and the others' shares hold that time
       if (!enough || window.answers === 0 || window.firstOut > 0 || window.shareMs <= 0) return
       judge(state, (window.calls * 1000) / window.shareMs)
       openWindowIfClean(state)
