@@ -32,11 +32,12 @@
  * requests. It starts at the longest batch allowed (the byte budget, caps
  * learned from the node, and the most calls the method is asked at once),
  * so a node whose cost per call is flat, or one far away whose round trip
- * is the cost, keeps long batches; while halving and doubling, a window
- * is the fewest answers, as on a node that punishes long batches each
- * answer at the longest costs several times the best length's; once the
- * steps are finer (and the differences smaller) a window takes four times
- * as many.
+ * is the cost, keeps long batches. Until a shorter length won, a window
+ * is the fewest answers (and a range's calls): on a node that punishes
+ * long batches each answer at the longest costs several times the best
+ * length's. Once one won (the lengths measured are cheaper, the
+ * differences smaller and the node's noise larger beside them), and in
+ * the finer steps, a window takes four times as many.
  *
  * Pure: time comes in as arguments; no I/O.
  */
@@ -288,9 +289,9 @@ export function createBatchLengths(options: BatchLengthOptions = {}) {
         window.sent--
         window.sentCalls -= request.calls
       }
-      // halving and doubling: the fewest answers (a long batch may cost the node several times the best's); finer steps: more.
+      // at the longest and its half: the fewest answers (a long batch may cost the node several times the best's); then more.
       // The first window is over once what it sent is back (the calls asked at once may have grown since it sent them).
-      const answers = state.coarse ? minAnswers : 4 * minAnswers
+      const answers = state.coarse && state.base === Number.POSITIVE_INFINITY ? minAnswers : 4 * minAnswers
       const enough = firstWindowSent(state) ? window.back >= window.sent : window.answers >= answers && window.calls >= state.demand
       // never before the requests that went together at its start are all back: a node serving requests in turn served
       // the first answers alone while the others waited, and the others' shares hold that time
