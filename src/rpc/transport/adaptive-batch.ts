@@ -135,8 +135,8 @@ export function createBatchSizer(options: BatchSizerOptions) {
     },
     /** `count` calls of `method`, which does not pace the operating point, are asked at once: its batches' length is measured (batch-length.ts). */
     asked: (method: string, count: number) => lengths.asked(method, count),
-    /** A request of `method` goes out at `now`: a tag for its answer, or undefined when its length is not measured. */
-    sent: (method: string, now: number) => (lengths.tracks(method) ? lengths.sent(method, now) : undefined),
+    /** A request of `calls` calls of `method` goes out at `now`: a tag for its answer, or undefined when its length is not measured. */
+    sent: (method: string, calls: number, now: number) => (lengths.tracks(method) ? lengths.sent(method, calls, now) : undefined),
     /** The request tagged `tag` answered at `now`, `calls` of its calls served (undefined: none, it failed). */
     answered: (method: string, tag: number | undefined, calls: number | undefined, now: number) => {
       if (tag !== undefined) lengths.answered(method, tag, calls, now)

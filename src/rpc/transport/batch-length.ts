@@ -24,10 +24,20 @@
  * request out (the union of its requests' round trips): eight batches of
  * 25 in flight at once are judged by the time all eight took, as one batch
  * of 200 is by its own, so splitting that only queues on the node earns
- * nothing. It starts at the longest batch allowed (the byte budget, caps
+ * nothing. That time is shared out to the requests as it passes (each of
+ * the n out gets 1/n of it), and an answer brings its request's share: a
+ * window of three answers is then as fair as one of twelve (three answers
+ * cut from a stream of eight in flight measured 7 ms or 40 ms of busy time
+ * by where the cut fell), so the first, long length is judged on few
+ * requests. It starts at the longest batch allowed (the byte budget, caps
  * learned from the node, and the most calls the method is asked at once),
  * so a node whose cost per call is flat, or one far away whose round trip
- * is the cost, keeps long batches.
+ * is the cost, keeps long batches. Until a shorter length won, a window
+ * is the fewest answers (and a range's calls): on a node that punishes
+ * long batches each answer at the longest costs several times the best
+ * length's. Once one won (the lengths measured are cheaper, the
+ * differences smaller and the node's noise larger beside them), and in
+ * the finer steps, a window takes four times as many.
  *
  * Pure: time comes in as arguments; no I/O.
  */
@@ -40,7 +50,20 @@ export type BatchLengthOptions = {
   settledWindows?: number
 }
 
-type Window = { calls: number; answers: number; busyMs: number }
+/**
+ * `sent`: requests sent in the window that have not failed, `sentCalls`
+ * their calls, `back` those of them answered; `firstOut`: those sent
+ * before its first answer and still out.
+ */
+type Window = { calls: number; answers: number; shareMs: number; sent: number; sentCalls: number; back: number; firstOut: number }
+
+/**
+ * A request out: its calls, the point it was sent under, its share clock
+ * then, whether its answer counts in the window, whether the window
+ * counted it as sent (not one sent ahead for the next point), and whether
+ * it went before the window's first answer.
+ */
+type Request = { calls: number; epoch: number; shareAtSend: number; counts: boolean; inSent: boolean; first: boolean }
 
 type KeyState = {
   /** The length settled on or being left; +Infinity until a shorter one won: the longest allowed, whatever that becomes. */
@@ -61,15 +84,16 @@ type KeyState = {
   /** The most calls asked of this method at once lately (decaying). */
   demand: number
   epoch: number
-  /** Requests out, and those of them sent under an earlier epoch. */
-  out: number
-  outEarlier: Map<number, number>
-  /** When the current stretch with a request out began (NaN when none is out). */
-  busySince: number
+  /** Requests out, by tag; how many of them were sent under an earlier epoch. */
+  requests: Map<number, Request>
+  outEarlier: number
+  /** Busy time shared out so far: each ms with n requests out adds 1/n ms (a request's share is its difference from send to answer). */
+  shareClock: number
+  sharedUntil: number
   window: Window | undefined
 }
 
-const emptyWindow = (): Window => ({ calls: 0, answers: 0, busyMs: 0 })
+const emptyWindow = (): Window => ({ calls: 0, answers: 0, shareMs: 0, sent: 0, sentCalls: 0, back: 0, firstOut: 0 })
 
 export function createBatchLengths(options: BatchLengthOptions = {}) {
   const minAnswers = options.minAnswers ?? 3
@@ -94,9 +118,10 @@ export function createBatchLengths(options: BatchLengthOptions = {}) {
         most: Number.POSITIVE_INFINITY,
         demand: 0,
         epoch: 0,
-        out: 0,
-        outEarlier: new Map(),
-        busySince: Number.NaN,
+        requests: new Map(),
+        outEarlier: 0,
+        shareClock: 0,
+        sharedUntil: 0,
         window: undefined,
       }
       states.set(key, state)
@@ -111,6 +136,19 @@ export function createBatchLengths(options: BatchLengthOptions = {}) {
     return clip(state, state.trying ?? state.base)
   }
 
+  /**
+   * The first window (the longest length, nothing measured yet) has sent
+   * enough to be judged: what goes meanwhile goes at the neighbour it will
+   * try next, not at the longest, which may cost the node several times as
+   * much a call (its answers count nowhere: the node shared them with the
+   * longest requests).
+   */
+  function firstWindowSent(state: KeyState): boolean {
+    const window = state.window
+    if (state.baseRate !== undefined || state.trying !== undefined || !window) return false
+    return window.sent >= minAnswers && window.sentCalls >= state.demand
+  }
+
   function neighbour(state: KeyState, direction: -1 | 1): number {
     const base = current({ ...state, trying: undefined })
     const factor = state.coarse ? (direction > 0 ? 2 : 0.5) : direction > 0 ? 1.5 : 2 / 3
@@ -119,18 +157,21 @@ export function createBatchLengths(options: BatchLengthOptions = {}) {
 
   /** A new point to measure: answers to requests sent before it no longer count, and its window opens once none of them is out. */
   function moveTo(state: KeyState, trying: number | undefined) {
-    const ofThisPoint = state.out - [...state.outEarlier.values()].reduce((sum, n) => sum + n, 0)
-    if (ofThisPoint > 0) state.outEarlier.set(state.epoch, ofThisPoint)
     state.trying = trying
     state.epoch++
+    state.outEarlier = [...state.requests.values()].filter((request) => request.epoch < state.epoch).length
     state.window = undefined
   }
 
-  /** Opens the window of the point now once no request sent before it is out; its time counts from here. */
-  function openWindowIfClean(state: KeyState, now: number) {
-    if (state.window || state.outEarlier.size > 0) return
-    state.window = emptyWindow()
-    if (state.out > 0) state.busySince = now
+  /** Opens the window of the point once no request sent before it is out: requests sent from then on share the node with none of another length. */
+  function openWindowIfClean(state: KeyState) {
+    if (!state.window && state.outEarlier === 0) state.window = emptyWindow()
+  }
+
+  /** The busy time up to `now` shared out among the requests out. */
+  function share(state: KeyState, now: number) {
+    if (state.requests.size > 0 && now > state.sharedUntil) state.shareClock += (now - state.sharedUntil) / state.requests.size
+    state.sharedUntil = Math.max(state.sharedUntil, now)
   }
 
   /** A window is over at `rate` calls/s: the base measured, a neighbour tried, or one judged against the base around it. */
@@ -184,6 +225,8 @@ export function createBatchLengths(options: BatchLengthOptions = {}) {
     tryNeighbour(state)
   }
 
+  let nextTag = 0
+
   return {
     /** Calls to put in the next batch of `key`, at most `most` (the byte budget and caps say so). */
     lengthFor(key: string, most: number): number {
@@ -191,46 +234,70 @@ export function createBatchLengths(options: BatchLengthOptions = {}) {
       // a budget or a demand that moves the clip does not move the point: "the longest allowed" stays one point
       // (a window restarted at each range's own count of calls would never end)
       state.most = Math.max(1, most)
-      return current(state)
+      return firstWindowSent(state) ? neighbour(state, state.direction) : current(state)
     },
     /** `count` calls of `key` are asked at once: no batch is longer (a longer length would change nothing to measure). */
     asked(key: string, count: number) {
       const state = stateOf(key)
       state.demand = Math.max(count, Math.round(state.demand * 0.99))
     },
-    /** A request of `key` goes out at `now`; returns the tag its answer is counted under. */
-    sent(key: string, now: number): number {
+    /** A request of `calls` calls of `key` goes out at `now`; returns the tag its answer is counted under. */
+    sent(key: string, calls: number, now: number): number {
       const state = stateOf(key)
-      if (state.out === 0) state.busySince = now
-      state.out++
-      openWindowIfClean(state, now)
-      return state.epoch
-    },
-    /** The request tagged `epoch` is answered at `now` with `calls` calls served (undefined when it failed: its time counts, no answer). */
-    answered(key: string, epoch: number, calls: number | undefined, now: number) {
-      const state = stateOf(key)
-      state.out--
-      if (epoch !== state.epoch) {
-        const left = (state.outEarlier.get(epoch) ?? 1) - 1
-        if (left > 0) state.outEarlier.set(epoch, left)
-        else state.outEarlier.delete(epoch)
-        openWindowIfClean(state, now)
-      } else if (state.window && calls !== undefined) {
-        state.window.calls += calls
-        state.window.answers++
-      }
-      if (state.out === 0) {
-        if (state.window && !Number.isNaN(state.busySince)) state.window.busyMs += now - state.busySince
-        state.busySince = Number.NaN
+      share(state, now)
+      openWindowIfClean(state)
+      const tag = nextTag++
+      if (firstWindowSent(state)) {
+        // at the next point: its answer counts there once the longest requests are back (its share is its own,
+        // whatever else was out)
+        state.requests.set(tag, { calls, epoch: state.epoch + 1, shareAtSend: state.shareClock, counts: true, inSent: false, first: false })
+        return tag
       }
       const window = state.window
-      // judged when nothing is out (its time is all counted) or, on a node never idle, after four windows' answers
-      if (!window || window.answers < minAnswers || window.calls < state.demand || (state.out > 0 && window.answers < 4 * minAnswers)) return
-      const busyMs = window.busyMs + (state.out > 0 ? now - state.busySince : 0)
-      if (state.out > 0) state.busySince = now
-      if (busyMs <= 0) return
-      judge(state, (window.calls * 1000) / busyMs)
-      openWindowIfClean(state, now)
+      const first = window !== undefined && window.answers === 0
+      if (window) {
+        window.sent++
+        window.sentCalls += calls
+      }
+      if (first) window.firstOut++
+      // sent before the window opened: it shared the node with requests of another length
+      state.requests.set(tag, { calls, epoch: state.epoch, shareAtSend: state.shareClock, counts: window !== undefined, inSent: window !== undefined, first })
+      return tag
+    },
+    /** The request tagged `tag` is answered at `now` with `calls` calls served (undefined when it failed: its time counts, no answer). */
+    answered(key: string, tag: number, calls: number | undefined, now: number) {
+      const state = stateOf(key)
+      const request = state.requests.get(tag)
+      if (!request) return
+      share(state, now)
+      state.requests.delete(tag)
+      if (request.epoch > state.epoch) return
+      if (request.epoch < state.epoch) {
+        state.outEarlier = Math.max(0, state.outEarlier - 1)
+        return openWindowIfClean(state)
+      }
+      const window = state.window
+      if (!window || !request.counts) return
+      window.shareMs += state.shareClock - request.shareAtSend
+      if (request.first) window.firstOut--
+      if (calls !== undefined) {
+        window.calls += calls
+        window.answers++
+        window.back++
+      } else if (request.inSent) {
+        // failed (a refusal, a timeout): it will not answer, and the first window waits for what it sent
+        window.sent--
+        window.sentCalls -= request.calls
+      }
+      // at the longest and its half: the fewest answers (a long batch may cost the node several times the best's); then more.
+      // The first window is over once what it sent is back (the calls asked at once may have grown since it sent them).
+      const answers = state.coarse && state.base === Number.POSITIVE_INFINITY ? minAnswers : 4 * minAnswers
+      const enough = firstWindowSent(state) ? window.back >= window.sent : window.answers >= answers && window.calls >= state.demand
+      // never before the requests that went together at its start are all back: a node serving requests in turn served
+      // the first answers alone while the others waited, and the others' shares hold that time
+      if (!enough || window.answers === 0 || window.firstOut > 0 || window.shareMs <= 0) return
+      judge(state, (window.calls * 1000) / window.shareMs)
+      openWindowIfClean(state)
     },
     /** Whether `key`'s batches are sized here (it was asked through `asked`). */
     tracks: (key: string) => states.has(key),

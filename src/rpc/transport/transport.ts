@@ -162,7 +162,7 @@ export function createTransport(options: TransportOptions) {
     let answer: HttpAnswer
     const key = spec.sizeKey ?? spec.method
     // the round trip of a method sized by delivery (batch-length.ts): the node's time, not this process's reading
-    const tag = spec.paced ? undefined : sizer.sent(key, performance.now())
+    const tag = spec.paced ? undefined : sizer.sent(key, positions.length, performance.now())
     try {
       answer = await http.post(options.url, requestBody(spec.method, spec.params, positions), options.timeoutMs, buffers)
     } catch (error) {
