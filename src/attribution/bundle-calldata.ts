@@ -57,8 +57,11 @@ function argumentsOf(input: string) {
     if (!hex.startsWith('000000000000000000000000000000000000000000000000')) throw new Unusual()
     return Number.parseInt(hex.slice(48), 16)
   }
-  /** Lowercase, as the index stores every address (the input is lowercase hex): no checksum, so no keccak. */
-  const address = (offset: number): Address => `0x${word(offset).slice(24)}`
+  /**
+   * Lowercase, as the index stores every address (the input is lowercase hex): no checksum, so no keccak.
+   * Detached: a slice would be a view of the whole calldata, kept with the op's row until its commit.
+   */
+  const address = (offset: number): Address => detached(`0x${word(offset).slice(24)}`)
   /** A `bytes` field whose offset word is at `at`, relative to `base`. */
   const bytes = (at: number, relativeTo: number): Hex => {
     const start = relativeTo + number(at)

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
+import { boundAfter } from './heap-growth.js'
 
 const module = fileURLToPath(new URL('./heap-growth.ts', import.meta.url))
 
@@ -37,4 +38,15 @@ describe('limitHeapGrowth', () => {
     expect(limited).toBeLessThan(own * 0.75)
     expect(underThreshold).toBeGreaterThan(limited * 1.3)
   }, 90_000)
+})
+
+describe('boundAfter', () => {
+  const MiB = 2 ** 20
+  it('starts the bound past the mark and holds it until a collection leaves under half of it', () => {
+    expect(boundAfter(false, 68 * MiB, 80 * MiB)).toBe(false)
+    expect(boundAfter(false, 82 * MiB, 80 * MiB)).toBe(true)
+    // a dense backfill's collection under the mark: the bound holds (let go, the next threshold was 4× its live set)
+    expect(boundAfter(true, 68 * MiB, 80 * MiB)).toBe(true)
+    expect(boundAfter(true, 39 * MiB, 80 * MiB)).toBe(false)
+  })
 })

@@ -42,11 +42,17 @@ const SCAN_WHEN_WANTED_AT_MOST = 0.4
 
 /**
  * …and only up to this size: JSON.parse of an answer builds every receipt
- * and log of it at once, several times its bytes in heap. A block whose
- * transactions emit logs by the hundred thousand answers a hundred
- * megabytes and more; scanned, it costs the heap only what is kept.
+ * and log of it at once, several times its bytes in heap, and its text is
+ * a string of its own beside the buffer. A block whose transactions emit
+ * logs by the hundred thousand answers a hundred megabytes and more;
+ * scanned, it costs the heap only what is kept. Past a megabyte or so the
+ * parsed answer outlives the young generation's collections, and its text
+ * (an external string) lives until the next full one: on the dense bench,
+ * whose receipts answers run to several megabytes, the texts of whole
+ * parses held ~50 MB beside the answer buffers at the peak (issue 40.5,
+ * bench/LOG.md). A small answer is still parsed whole where that is cheaper.
  */
-const PARSE_WHOLE_AT_MOST_BYTES = 32 * 2 ** 20
+const PARSE_WHOLE_AT_MOST_BYTES = 2 ** 20
 
 function wantedShare(asked: readonly BlockReceiptsExpected[]): number {
   let wanted = 0

@@ -1,8 +1,13 @@
 import { getHeapStatistics, setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 
-/** Garbage the commit thread lets pile up past what its last full collection kept, before it collects again itself. */
-export const THREAD_HEAP_HEADROOM_BYTES = 64 * 1024 * 1024
+/**
+ * Garbage the commit thread lets pile up past what its last full collection
+ * kept, before it collects again itself. 64 MB let the thread's heap reach
+ * 140–200 MB around ~60 live on the dense bench; at 32 it stays at 115–140,
+ * for a collection every second or so (~30 ms each, issue 40.5, bench/LOG.md).
+ */
+export const THREAD_HEAP_HEADROOM_BYTES = 32 * 1024 * 1024
 
 /**
  * Keeps the commit thread's heap near what it holds (commit-thread.ts calls
