@@ -98,6 +98,40 @@ type WindowTotals = { transactions: number; userOperations: number; reverted: nu
 type ScopeSet = { keys: readonly string[]; id: number; text: string }
 type Scopes = ScopeSet | Set<string>
 
+/** A chain's aggregates for one day and hour: what its rows add to while the blocks stay in them. */
+type ChainSlot = {
+  chainId: number
+  dayMs: number
+  hourMs: number
+  daily: Tree<ChainTotals>
+  hourly: Tree<ChainTotals> | undefined
+  senders: Tree<number>
+  /** The chain's scopes in the sender windows, made when a row first falls in one. */
+  windowScopes: ScopeSet | undefined
+}
+
+/**
+ * A code's (in one registry, on one chain) aggregates: its day's and hour's
+ * totals and senders and its range's event, each found again only when the
+ * rows move to another day, hour or range; its windows' entries made on first use.
+ */
+type CodeSlot = {
+  chainId: number
+  scopes: ScopeSet
+  dayMs: number
+  daily: Tree<CodeTotals>
+  senders: Tree<Scopes>
+  hourMs: number
+  hourly: Tree<CodeTotals> | undefined
+  fromBlock: number
+  event: { toBlock: number; attributions: number }
+  /** Per code-sender window (byDay), the window's senders of this code. */
+  codeSenderWindows: Array<Tree<Scopes>>
+  /** Per window of `byHour` (code windows only), the totals on this chain and in the every-chain scope. */
+  windowTotals: Array<WindowTotals | undefined>
+  everyChainWindowTotals: Array<WindowTotals | undefined>
+}
+
 /** What one record means to every row of it: its buckets, computed once. */
 type RecordBuckets = { day: string; dayMs: number; hour: string | undefined; hourMs: number }
 
@@ -145,9 +179,75 @@ export function createFolder(context: FoldContext, { knownFinal = KNOWS_NONE }: 
   let record: StoredRecord | undefined
   let buckets: RecordBuckets = { day: '', dayMs: 0, hour: undefined, hourMs: 0 }
   let bucketsSeconds = Number.NaN
+  // what a chain's rows add to for the block's day and hour, and each code's (codeSlot): found once and reused while
+  // they last, instead of walking the nested maps from their roots for every row (the fold is the commit thread's
+  // hot loop on a dense chain: ~30 map lookups a row before)
+  let chainSlot: ChainSlot | undefined
+  const codeSlots: Tree<Tree<CodeSlot>> = new Map() // code, registry
+
+  function chainSlotFor(chainId: number): ChainSlot {
+    const { day, dayMs, hour, hourMs } = buckets
+    if (chainSlot?.chainId === chainId && chainSlot.dayMs === dayMs && chainSlot.hourMs === hourMs) return chainSlot
+    return (chainSlot = {
+      chainId,
+      dayMs,
+      hourMs,
+      daily: branch(branch(chainDaily, chainId, newTree), day, newTree),
+      hourly: hour === undefined ? undefined : branch(branch(chainHourly, chainId, newTree), hour, newTree),
+      senders: branch(branch(chainSenders, chainId, newTree), day, newTree),
+      windowScopes: undefined,
+    })
+  }
+
+  function codeSlotFor(code: string, registry: string, job: RangeJob): CodeSlot {
+    const { chainId, fromBlock } = job
+    const { day, dayMs, hour, hourMs } = buckets
+    const byRegistry = branch(codeSlots, code, newTree)
+    let slot = byRegistry.get(registry)
+    if (slot?.chainId !== chainId) {
+      slot = {
+        chainId,
+        scopes: codeScopeSet(sets, scopeSets, registry, String(chainId), context.everyChain),
+        dayMs: Number.NaN,
+        daily: undefined!,
+        senders: undefined!,
+        hourMs: Number.NaN,
+        hourly: undefined,
+        fromBlock: Number.NaN,
+        event: undefined!,
+        codeSenderWindows: byDay.map((w) => branch(branch(windowCodeSenders, w.name, newTree), code, newTree)),
+        windowTotals: byHour.map(() => undefined),
+        everyChainWindowTotals: byHour.map(() => undefined),
+      }
+      byRegistry.set(registry, slot)
+    }
+    if (slot.dayMs !== dayMs) {
+      slot.dayMs = dayMs
+      slot.daily = branch(branch(branch(branch(codeDaily, code, newTree), registry, newTree), chainId, newTree), day, newTree)
+      slot.senders = branch(branch(codeSenders, code, newTree), day, newTree)
+    }
+    if (slot.hourMs !== hourMs) {
+      slot.hourMs = hourMs
+      slot.hourly = hour === undefined ? undefined : branch(branch(branch(branch(codeHourly, code, newTree), registry, newTree), chainId, newTree), hour, newTree)
+    }
+    if (slot.fromBlock !== fromBlock) {
+      slot.fromBlock = fromBlock
+      slot.event = branch(branch(branch(branch(events, chainId, newTree), fromBlock, newTree), code, newTree), registry, newEvent)
+    }
+    return slot
+  }
+
+  /** A code window's totals for the slot's code on its chain (`everyChain`: in the every-chain scope), made on first use. */
+  function windowTotalsOf(slot: CodeSlot, code: string, registry: string, index: number, everyChain: boolean): WindowTotals {
+    const held = everyChain ? slot.everyChainWindowTotals : slot.windowTotals
+    const totals = held[index]
+    if (totals !== undefined) return totals
+    const scope = everyChain ? EVERY_CHAIN : slot.chainId
+    return (held[index] = branch(branch(branch(branch(codeWindows, byHour[index]!.name, newTree), scope, newTree), code, newTree), registry, newWindowTotals))
+  }
+
   function add(job: RangeJob, rows: readonly AttributionRow[]) {
     const chainId = job.chainId
-    const chainScope = String(chainId)
     for (const row of rows) {
       const { code } = row
       const registry = registryOf(row)
@@ -158,42 +258,40 @@ export function createFolder(context: FoldContext, { knownFinal = KNOWS_NONE }: 
         // a block's records share its time: its buckets are made once (two dates and their text)
         if (record.blockTimestamp !== bucketsSeconds) buckets = bucketsOf((bucketsSeconds = record.blockTimestamp), context.firstKeptHourMs)
       }
-      const { day, dayMs, hour, hourMs } = buckets
+      const { dayMs, hourMs } = buckets
       const rec = record!
       const success = rec.status === 'success'
+      const chain = chainSlotFor(chainId)
+      const slot = codeSlotFor(code, registry, job)
 
-      addCodeTotals(branch(branch(branch(branch(codeDaily, code, newTree), registry, newTree), chainId, newTree), day, newTree), rec, success)
-      addChainTotals(branch(branch(chainDaily, chainId, newTree), day, newTree), rec.kind, success, firstOfRecord)
-      if (hour !== undefined) {
-        addCodeTotals(branch(branch(branch(branch(codeHourly, code, newTree), registry, newTree), chainId, newTree), hour, newTree), rec, success)
-        addChainTotals(branch(branch(chainHourly, chainId, newTree), hour, newTree), rec.kind, success, firstOfRecord)
-      }
+      addCodeTotals(slot.daily, rec, success)
+      addChainTotals(chain.daily, rec.kind, success, firstOfRecord)
+      if (slot.hourly !== undefined) addCodeTotals(slot.hourly, rec, success)
+      if (chain.hourly !== undefined) addChainTotals(chain.hourly, rec.kind, success, firstOfRecord)
 
       // a code's sender counts in its registry and in any ('*'), on its chain and (when kept) every chain
-      const codeScopes = codeScopeSet(sets, scopeSets, registry, chainScope, context.everyChain)
-      addScopes(branch(branch(codeSenders, code, newTree), day, newTree), rec.sender, codeScopes)
-      for (const w of byDay)
-        if (dayMs >= w.fromMs && dayMs < w.untilMs)
-          addScopes(branch(branch(windowCodeSenders, w.name, newTree), code, newTree), rec.sender, codeScopes)
-      const perSender = branch(branch(chainSenders, chainId, newTree), day, newTree)
+      addScopes(slot.senders, rec.sender, slot.scopes)
+      for (let i = 0; i < byDay.length; i++) {
+        const w = byDay[i]!
+        if (dayMs >= w.fromMs && dayMs < w.untilMs) addScopes(slot.codeSenderWindows[i]!, rec.sender, slot.scopes)
+      }
       // presence only (final-refs.ts): the count would be written nowhere; a sender this process already made final
       // in these scopes is not asked again (final-members.ts)
-      if (!perSender.has(rec.sender) && !knownFinal.chainSender(chainId, day, rec.sender)) perSender.set(rec.sender, 1)
+      if (!chain.senders.has(rec.sender) && !knownFinal.chainSender(chainId, buckets.day, rec.sender)) chain.senders.set(rec.sender, 1)
 
-      for (const w of byHour) {
+      for (let i = 0; i < byHour.length; i++) {
+        const w = byHour[i]!
         if (hourMs < w.fromMs || hourMs >= w.untilMs) continue
         if (w.subject === 'sender') {
-          const scopes = chainScopeSet(sets, windowScopeSets, chainScope, context.everyChain)
+          const scopes = (chain.windowScopes ??= chainScopeSet(sets, windowScopeSets, String(chainId), context.everyChain))
           if (!knownFinal.windowSender(w, rec.sender, scopes.text)) addScopes(branch(windowSenders, w.name, newTree), rec.sender, scopes)
           continue
         }
-        const scopes = branch(codeWindows, w.name, newTree)
-        addWindowTotals(branch(branch(branch(scopes, chainId, newTree), code, newTree), registry, newWindowTotals), rec, success)
-        if (context.everyChain) addWindowTotals(branch(branch(branch(scopes, EVERY_CHAIN, newTree), code, newTree), registry, newWindowTotals), rec, success)
+        addWindowTotals(windowTotalsOf(slot, code, registry, i, false), rec, success)
+        if (context.everyChain) addWindowTotals(windowTotalsOf(slot, code, registry, i, true), rec, success)
       }
-      const event = branch(branch(branch(branch(events, chainId, newTree), job.fromBlock, newTree), code, newTree), registry, newEvent)
-      event.toBlock = job.toBlock
-      event.attributions++
+      slot.event.toBlock = job.toBlock
+      slot.event.attributions++
     }
   }
   const setOf = (scopes: Scopes) => [scopes instanceof Set ? sets.idOf([...scopes]) : scopes.id]
