@@ -60,7 +60,10 @@ const isFullCollection = (entry: PerformanceEntry) => ((entry as { detail?: { ki
 export function limitHeapGrowth(percent: number, freeBelowBytes = FREE_GROWTH_BELOW_BYTES): void {
   if (percent <= 0) return
   const setGrowingPercent = (growing: number) => setFlagsFromString(`--heap-growing-percent=${growing}`)
-  const bound = createHeapGrowthBound(percent, freeBelowBytes, setGrowingPercent, fullCollector())
+  // made when first needed: its context is memory a chain that never announces a large heap does without
+  let collector: (() => void) | undefined
+  const collect = () => (collector ??= fullCollector())()
+  const bound = createHeapGrowthBound(percent, freeBelowBytes, setGrowingPercent, collect)
   processBound = bound
   // told shortly after each collection: what is in use then is about what the full collection kept
   const observer = new PerformanceObserver((list) => {
