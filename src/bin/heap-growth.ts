@@ -24,11 +24,11 @@ const BOUND_HOLDS_ABOVE_SHARE = 0.5
 /**
  * Attribution rows fetched and waiting for their commit past which the
  * backfill's live set is a large one (expectLargeHeap): a commit batch's
- * worth at the default ROWS_IN_FLIGHT. On the dense bench a row is ~1.3 KB
- * on the main thread's heap and as much again as the commit thread's copy,
- * so these come to ~25 MiB on each, with the ~30–60 MiB the main thread
- * holds anyway past the 80 MiB mark. The everyday chain's ranges hold a few
- * hundred rows each, sixteen ranges ~3,000: never near it.
+ * worth at the default ROWS_IN_FLIGHT. On the dense bench the rows pass it
+ * 5–7 s into the backfill, and the collection then leaves 80–97 MiB in use
+ * on the main thread (about the 80 MiB mark a collection starts the bound
+ * at). The everyday chain's ranges hold a few hundred rows each, sixteen
+ * ranges ~3,000: never near it.
  */
 export const LARGE_BACKLOG_ROWS = 20_000
 
