@@ -18,6 +18,7 @@ import { publishEndpointStates, PUBLISH_EVERY_MS, readEndpointStates } from '../
 import { createRpc, type Rpc } from '../rpc/client.js'
 import { redactRpcUrl } from '../rpc/endpoints/endpoint-redact.js'
 import { errorCode, StartupError } from './startup.js'
+import { expectLargeHeap, LARGE_BACKLOG_ROWS } from './heap-growth.js'
 
 /** How long a shutdown waits for a follower to finish its current step. */
 const FOLLOWER_STOP_GRACE_MS = 500
@@ -189,6 +190,8 @@ export async function startIndexer(options: StartIndexerOptions): Promise<Runnin
       rangeSize: config.RANGE_SIZE,
       maxRangeRows: config.MAX_RANGE_ROWS,
       rowsInFlight: config.ROWS_IN_FLIGHT,
+      // a dense backfill's rows: the heap's growth is bounded before a collection shows them (heap-growth.ts)
+      largeBacklog: { rows: LARGE_BACKLOG_ROWS, reached: expectLargeHeap },
       queue,
       lockMs: config.JOB_LOCK_MS,
       stuckAfter: config.STUCK_RANGE_ATTEMPTS,

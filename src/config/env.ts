@@ -208,8 +208,8 @@ const envSchema = z.object({
   /** How long a validation answered from the index is reused for the same hash (0 disables). */
   VALIDATE_CACHE_MS: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must be >= 0').default(2_000),
   /**
-   * Once a full collection leaves over 112 MiB in use, how far (percent) the heap may grow past it before the next
-   * one (bin/heap-growth.ts). 0 leaves V8's own factor, up to 4× when the process allocates fast; a smaller heap
+   * Once a full collection leaves over 80 MiB in use, or a backfill's rows waiting for their commit pass 20,000, how
+   * far (percent) the heap may grow past what the last collection kept before the next one (bin/heap-growth.ts). 0 leaves V8's own factor, up to 4× when the process allocates fast; a smaller heap
    * always grows at V8's pace.
    */
   HEAP_GROWTH_PERCENT: z.coerce.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must be >= 0').max(400, 'must be <= 400').default(50),

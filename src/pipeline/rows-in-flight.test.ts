@@ -63,4 +63,23 @@ describe('rows in flight', () => {
     ticket.hold(4)
     expect(rows.held).toBe(0)
   })
+
+  it('tells when the rows ranges fetched pass the large mark, leaving out the estimates of ranges still fetching', async () => {
+    let told = 0
+    const rows = createRowsInFlight(100, 10, { rows: 20, reached: () => told++ })
+    const [first, second, third] = [await rows.enter(), await rows.enter(), await rows.enter()]
+    // three ranges entered at the first estimate (30 held): none has its rows yet
+    expect([rows.held, told]).toEqual([30, 0])
+    first.hold(12)
+    expect(told).toBe(0)
+    second.hold(8)
+    expect(told).toBe(1)
+    third.hold(5)
+    expect(told).toBe(1)
+    // under the mark once a range's commit ends, past it again with the next: told again
+    first.leave()
+    expect(told).toBe(1)
+    ;(await rows.enter()).hold(9)
+    expect(told).toBe(2)
+  })
 })

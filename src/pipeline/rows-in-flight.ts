@@ -18,16 +18,27 @@
  * range may hold, before any has), and its own count once it has its rows:
  * the ranges fetching at once do not all pass on an empty count — at the
  * start of a dense backfill, all sixteen did, and made its peak.
+ *
+ * `large` is told each time the rows ranges have fetched (estimates left
+ * out: every range enters at `firstEstimate`, a sparse chain's too) pass
+ * `large.rows` from below: what the backfill is about to hold, known seconds
+ * before a garbage collection could show it (the daemon bounds its heap's
+ * growth from then, bin/heap-growth.ts).
  */
 export type RowsTicket = {
-  /** The range's rows are known: they replace the estimate it entered with. */
+  /** The range's rows are known (told once): they replace the estimate it entered with. */
   hold(rows: number): void
   /** The range's rows are committed, or dropped: its count leaves (once, however often called). */
   leave(): void
 }
 
-export function createRowsInFlight(limit: number, firstEstimate = 0) {
+/** Told when the rows fetched and held pass `rows` (again after they fell under it). */
+export type LargeBacklog = { rows: number; reached: () => void }
+
+export function createRowsInFlight(limit: number, firstEstimate = 0, large?: LargeBacklog) {
   let held = 0
+  /** Rows of the ranges that have fetched theirs, without the estimates of those still fetching. */
+  let fetched = 0
   let ranges = 0
   let rowsSeen = 0
   const waiting: Array<(ticket: RowsTicket) => void> = []
@@ -39,23 +50,33 @@ export function createRowsInFlight(limit: number, firstEstimate = 0) {
     while (waiting.length > 0 && held < limit) waiting.shift()!(ticket())
   }
 
+  function countFetched(rows: number) {
+    const before = fetched
+    fetched += rows
+    if (large && before < large.rows && fetched >= large.rows) large.reached()
+  }
+
   function ticket(): RowsTicket {
     let counted = estimate()
     let left = false
+    let hasRows = false
     held += counted
     return {
       hold(rows) {
-        if (left) return
+        if (left || hasRows) return
+        hasRows = true
         held += rows - counted
         counted = rows
         ranges++
         rowsSeen += rows
+        countFetched(rows)
         admit()
       },
       leave() {
         if (left) return
         left = true
         held -= counted
+        if (hasRows) countFetched(-counted)
         admit()
       },
     }

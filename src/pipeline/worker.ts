@@ -14,7 +14,7 @@ import type { Finality } from './finality.js'
 import { BranchMismatchError, fetchRange, RangeTooDenseError, type FetchedRange } from './fetch.js'
 import type { RangeJob } from '../store/ranges.js'
 import { enqueueRanges, RANGE_QUEUE, rangeRetryDelay, type RangeQueue } from './queue.js'
-import { createRowsInFlight, type RowsInFlight, type RowsTicket } from './rows-in-flight.js'
+import { createRowsInFlight, type LargeBacklog, type RowsInFlight, type RowsTicket } from './rows-in-flight.js'
 import type { CodeResolver } from './resolve.js'
 import { storedRecord } from '../attribution/records.js'
 
@@ -45,6 +45,8 @@ export type RangeWorkerOptions = {
   store?: IndexStore
   /** Most attribution rows held between fetch and commit (ROWS_IN_FLIGHT, rows-in-flight.ts); a commit batch takes a third. Unbounded when not given. */
   rowsInFlight?: number
+  /** Told when the rows fetched and waiting for their commit pass `rows` (the daemon bounds its heap's growth then). */
+  largeBacklog?: LargeBacklog
 }
 
 /**
@@ -82,7 +84,7 @@ async function resolveRows(fetched: FetchedRange, resolver: CodeResolver): Promi
  * any number of times and to kill at any instant — the effect in Postgres
  * happens once, in the transaction of its commit statement.
  */
-type ProcessOptions = Omit<RangeWorkerOptions, 'connection' | 'prefix' | 'concurrency' | 'rangeSize' | 'lockMs' | 'stuckAfter' | 'queue' | 'rowsInFlight'> & {
+type ProcessOptions = Omit<RangeWorkerOptions, 'connection' | 'prefix' | 'concurrency' | 'rangeSize' | 'lockMs' | 'stuckAfter' | 'queue' | 'rowsInFlight' | 'largeBacklog'> & {
   /** Where a backfill's range waits for room before its fetch, and counts its rows until its commit ends (ROWS_IN_FLIGHT). */
   rowsHeld?: RowsInFlight
   /** Enqueues the pieces of a range split for its density; without it the follower's sweep finds them. */
@@ -215,7 +217,7 @@ export function createRangeWorker(options: RangeWorkerOptions) {
   // the RPC sees `concurrency` block fetches at most; the ranges in between fetch receipts and commit meanwhile
   const limitBlockFetches = pLimit(options.concurrency)
   const oneHeavyBlockAtATime = pLimit(1)
-  const rowsInFlight = options.rowsInFlight === undefined ? undefined : createRowsInFlight(options.rowsInFlight, options.maxRangeRows)
+  const rowsInFlight = options.rowsInFlight === undefined ? undefined : createRowsInFlight(options.rowsInFlight, options.maxRangeRows, options.largeBacklog)
   const stuckAfter = options.stuckAfter ?? 5
   // the ranges this process works on, with their lock tokens, so a shutdown can hand them back
   const active = new Map<string, { job: Job<RangeJob>; token: string | undefined }>()

@@ -34,7 +34,7 @@ export const THREAD_HEAP_HEADROOM_BYTES = 32 * 1024 * 1024
  * exposes no other way to ask for a collection, and a worker thread takes
  * no V8 flags of its own.
  */
-export function createHeapKeeper(headroomBytes = THREAD_HEAP_HEADROOM_BYTES, used = () => getHeapStatistics().used_heap_size, collect = exposedCollector()) {
+export function createHeapKeeper(headroomBytes = THREAD_HEAP_HEADROOM_BYTES, used = () => getHeapStatistics().used_heap_size, collect = fullCollector()) {
   let kept = used()
   return {
     /** A commit ended and let go of its batch: collects if the garbage since the last collection passed the headroom. */
@@ -47,7 +47,8 @@ export function createHeapKeeper(headroomBytes = THREAD_HEAP_HEADROOM_BYTES, use
   }
 }
 
-function exposedCollector(): () => void {
+/** A full collection of the calling thread's heap, now (the means: createHeapKeeper's comment). */
+export function fullCollector(): () => void {
   setFlagsFromString('--expose-gc')
   return runInNewContext('gc') as () => void
 }
