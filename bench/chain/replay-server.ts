@@ -53,6 +53,16 @@ export type ReplayStats = {
   unsupported: Record<string, number>
   fullBlocksServed: number
   headerBlocksServed: number
+  /**
+   * Requests by shape: per kind of call (a batch's first call's method; full
+   * blocks and headers apart; `mixed` when a batch holds several methods), how
+   * many requests of each length (0 keys a call sent alone, not as a batch).
+   * What a client asks the node is more than its calls: every request costs
+   * the node its own parsing and writing.
+   */
+  shapes: Record<string, Record<number, number>>
+  /** Requests by how many others the node held when they arrived (answered or not yet). */
+  arrivedWithHeld: Record<number, number>
   bytesOut: number
   /** Epoch ms of the first request naming a block above 0 since the last reset: when an indexer started working. */
   firstBlockRequestAt: number | null
@@ -89,6 +99,8 @@ export function createReplayServer(chain: Chain, options: { head?: number; rate?
       unsupported: {} as Record<string, number>,
       fullBlocksServed: 0,
       headerBlocksServed: 0,
+      shapes: {} as Record<string, Record<number, number>>,
+      arrivedWithHeld: {} as Record<number, number>,
       bytesOut: 0,
       firstBlockRequestAt: null as number | null,
       lastRequestAt: null as number | null,
@@ -112,6 +124,25 @@ export function createReplayServer(chain: Chain, options: { head?: number; rate?
       else stats.headerBlocksServed++
     },
   })
+
+  /** RPC requests the server holds now: arrived, not yet answered. */
+  let held = 0
+
+  /** The kind of call a request carries, as the shapes count it. */
+  function kindOf(request: RpcRequest): string {
+    const method = typeof request?.method === 'string' ? request.method : '?'
+    if (method !== 'eth_getBlockByNumber' && method !== 'eth_getBlockByHash') return method
+    return `${method}(${Array.isArray(request.params) && request.params[1] === true ? 'full' : 'header'})`
+  }
+
+  function countShape(payload: unknown): void {
+    const calls = Array.isArray(payload) ? (payload as RpcRequest[]) : [payload as RpcRequest]
+    const kinds = new Set(calls.map((call) => kindOf(call ?? {})))
+    const kind = kinds.size === 1 ? [...kinds][0]! : 'mixed'
+    const length = Array.isArray(payload) ? payload.length : 0
+    const byLength = (stats.shapes[kind] ??= {})
+    byLength[length] = (byLength[length] ?? 0) + 1
+  }
 
   const unsupported = (method: string) => {
     stats.unsupported[method] = (stats.unsupported[method] ?? 0) + 1
@@ -151,6 +182,9 @@ export function createReplayServer(chain: Chain, options: { head?: number; rate?
   function handleRpc(body: Buffer, response: ServerResponse): void {
     stats.requests++
     stats.lastRequestAt = Date.now()
+    stats.arrivedWithHeld[held] = (stats.arrivedWithHeld[held] ?? 0) + 1
+    held++
+    response.once('close', () => held--)
     const refusal = profile.admit()
     if (refusal) {
       const message = `{"jsonrpc":"2.0","id":null,"error":{"code":-32005,"message":"too many requests in flight"}}`
@@ -165,6 +199,7 @@ export function createReplayServer(chain: Chain, options: { head?: number; rate?
       profile.answer({ callBytes: [], answerBytes: chunks[0]!.length }, () => send(response, 200, chunks))
       return
     }
+    countShape(payload)
     const chunks: Array<Buffer | string> = []
     const callBytes: number[] = []
     if (Array.isArray(payload)) {

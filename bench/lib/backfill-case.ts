@@ -3,6 +3,7 @@ import { measureFloor, sweepFloor, type FloorResult, type Sweep, type SweepPoint
 import type { ChainTruth } from '../chain/truth.js'
 import type { ProfileSpec } from '../chain/node-profiles.js'
 import type { ReplayProcess } from '../chain/replay-process.js'
+import type { ReplayStats } from '../chain/replay-server.js'
 import type { CpuSeconds } from './cpu.js'
 import { runBackfill, type PipelineRun, type PipelineSettings } from './pipeline-run.js'
 import { fmt, printTable, ratio } from './report.js'
@@ -44,7 +45,8 @@ export type CaseSpec = {
   cpuProfileDir?: string | undefined
 }
 
-type NodeCost = { seconds: number; modelledBusySeconds: number }
+type NodeCost = { seconds: number; modelledBusySeconds: number; requests: RequestShapes }
+type RequestShapes = Pick<ReplayStats, 'shapes' | 'arrivedWithHeld' | 'requests'>
 type Round = {
   floor: FloorResult
   floorNode: NodeCost
@@ -65,7 +67,36 @@ async function floorWithNodeCost(replay: ReplayProcess, run: () => Promise<Floor
   await replay.resetStats()
   const floor = await run()
   const stats = await replay.stats()
-  return { floor, node: { seconds: (stats.processCpuMs + stats.modelledBusyMs) / 1000, modelledBusySeconds: stats.modelledBusyMs / 1000 } }
+  return {
+    floor,
+    node: {
+      seconds: (stats.processCpuMs + stats.modelledBusyMs) / 1000,
+      modelledBusySeconds: stats.modelledBusyMs / 1000,
+      requests: { shapes: stats.shapes, arrivedWithHeld: stats.arrivedWithHeld, requests: stats.requests },
+    },
+  }
+}
+
+/**
+ * What a client asked the node, request by request: per kind of call, the
+ * requests and their lengths (the commonest first; `1×0` a call sent alone),
+ * and how many requests the node already held when each arrived.
+ */
+export function describeRequests(requests: RequestShapes): string {
+  const kinds = Object.entries(requests.shapes)
+    .map(([kind, byLength]) => {
+      const lengths = Object.entries(byLength).map(([length, count]) => [Number(length), count] as const)
+      const count = lengths.reduce((sum, [, n]) => sum + n, 0)
+      const calls = lengths.reduce((sum, [length, n]) => sum + Math.max(1, length) * n, 0)
+      const common = [...lengths].sort((a, b) => b[1] - a[1] || b[0] - a[0])
+      const shown = common.slice(0, 6).map(([length, n]) => `${n}×${length}`).join(' ')
+      return { kind, count, text: `${kind} ${count} requests / ${calls} calls [${shown}${common.length > 6 ? ' …' : ''}]` }
+    })
+    .sort((a, b) => b.count - a.count)
+  const held = Object.entries(requests.arrivedWithHeld).map(([n, count]) => [Number(n), count] as const)
+  const meanHeld = held.reduce((sum, [n, count]) => sum + n * count, 0) / Math.max(1, requests.requests)
+  const mostHeld = Math.max(0, ...held.map(([n]) => n))
+  return `${requests.requests} requests (held on arrival: mean ${fmt(meanHeld, 1)}, most ${mostHeld}); ${kinds.map((k) => k.text).join('; ')}`
 }
 
 const withRefusals = (point: SweepPoint) => `${fmt(point.txPerSecond)}${point.refused > 0 ? ` (${point.refused})` : ''}`
@@ -182,6 +213,8 @@ export async function measureCase(replay: ReplayProcess, truth: ChainTruth, spec
       `${spec.label} round ${round + 1}: node CPU s (process + modelled thread): daemon's backfill ${fmt(nodeSecondsOf(pipelineRun), 2)}, ` +
         `one pass of the floor ${fmt(floorRun.node.seconds, 2)}${floorRun.floor.receipts > 0 ? ` (${fmt(floorRun.floor.receipts)} receipts)` : ''}\n`,
     )
+    process.stdout.write(`${spec.label} round ${round + 1}: daemon's requests: ${describeRequests(pipelineRun.rpc)}\n`)
+    process.stdout.write(`${spec.label} round ${round + 1}: floor's requests: ${describeRequests(floorRun.node.requests)}\n`)
     const rpcClient = (await floor('indexer-rpc')).floor
     rounds.push({ floor: floorRun.floor, floorNode: floorRun.node, reference, rpcClient, pipeline: pipelineRun, ratio: pipelineTx / floorTx })
   }

@@ -154,7 +154,7 @@ export type PipelineRun = {
   verification: Verification
   /** Monotonic-clock window (µs) from release to completion, to cut the indexer's CPU profile (bench/profile-top.ts). */
   profileWindow: string
-  rpc: Pick<ReplayStats, 'calls' | 'unsupported' | 'requests' | 'batches' | 'fullBlocksServed' | 'headerBlocksServed' | 'refused' | 'maxInFlight'>
+  rpc: Pick<ReplayStats, 'calls' | 'unsupported' | 'requests' | 'batches' | 'fullBlocksServed' | 'headerBlocksServed' | 'refused' | 'maxInFlight' | 'shapes' | 'arrivedWithHeld'>
   /** Where the adaptive transport settled (the second half of the run's samples), and its state at the end. */
   transport: ReturnType<typeof settledPoint> & { end: TransportState | undefined }
   /** CPU seconds over the measured window, per process. */
@@ -278,6 +278,8 @@ export async function runBackfill(options: {
         headerBlocksServed: stats.headerBlocksServed,
         refused: stats.refused,
         maxInFlight: stats.maxInFlight,
+        shapes: stats.shapes,
+        arrivedWithHeld: stats.arrivedWithHeld,
       },
       transport: { ...settledPoint(end ? [...transportSamples, end] : transportSamples), end },
       cpu: cpuSeconds,
