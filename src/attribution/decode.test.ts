@@ -336,17 +336,30 @@ describe('bounded cost per suffix (limits.ts)', () => {
   })
 })
 
-describe('the decoded-suffix cache hands out frozen results', () => {
-  it('a second decode of the same suffix is the same object, and no caller can change it', () => {
+describe('remembered suffixes', () => {
+  const calldataNaming = (code: string) => `0xa9059cbb${Attribution.toDataSuffix({ codes: [code] }).slice(2)}`
+
+  it('are remembered from their second sighting, then handed out as one frozen answer no caller can change', () => {
     const input = `0xa9059cbb${Attribution.toDataSuffix({ appCode: 'frozen_app', serviceCodes: ['s1'], metadata: { k: ['v'] } } as never).slice(2)}`
+    const seenOnce = attributed(input)
     const first = attributed(input)
-    const second = attributed(input)
-    expect(second).toBe(first)
+    expect(first).not.toBe(seenOnce)
+    expect(first).toEqual(seenOnce)
+    expect(attributed(input)).toBe(first)
     expect(Object.isFrozen(first)).toBe(true)
     expect(() => first.codes.push('mutated')).toThrow(TypeError)
     expect(() => {
       ;(first.entries[0] as { valid: boolean }).valid = false
     }).toThrow(TypeError)
     expect(attributed(input).codes).toEqual(['frozen_app', 's1'])
+  })
+
+  it('stay remembered while a long tail of suffixes seen once passes by', () => {
+    const busy = calldataNaming('busy_app')
+    decodeAttribution(busy)
+    const remembered = decodeAttribution(busy)
+    // more one-off suffixes than the map holds: before the doorkeeper each one pushed out the oldest
+    for (let i = 0; i < 10_000; i++) decodeAttribution(calldataNaming(`tail_${i}`))
+    expect(decodeAttribution(busy)).toBe(remembered)
   })
 })
