@@ -134,6 +134,8 @@ async function indexRange(job: RangeJob, options: ProcessOptions, ticket: RowsTi
     fetched = await fetchRange(chain.rpc, job, chain.entryPoints, {
       maxRows: options.maxRangeRows,
       ...(options.limitBlockFetches && { limitBlockFetches: options.limitBlockFetches }),
+      // counted from its blocks, seconds before its rows on a dense chain: the large backlog is told then
+      ...(ticket && { expectRows: (rows: number) => ticket.expect(rows) }),
     })
   } catch (error) {
     if (error instanceof BranchMismatchError) await flagMismatch(db.$client, job)
