@@ -22,13 +22,15 @@ export const FREE_GROWTH_BELOW_BYTES = 80 * 1024 * 1024
 const BOUND_HOLDS_ABOVE_SHARE = 0.5
 
 /**
- * Attribution rows fetched and waiting for their commit past which the
- * backfill's live set is a large one (expectLargeHeap): a commit batch's
- * worth at the default ROWS_IN_FLIGHT. On the dense bench the rows pass it
- * 5–7 s into the backfill, and the collection then leaves 80–97 MiB in use
- * on the main thread (about the 80 MiB mark a collection starts the bound
- * at). The everyday chain's ranges hold a few hundred rows each, sixteen
- * ranges ~3,000: never near it.
+ * Attribution rows fetched (or expected from a range's blocks) and waiting
+ * for their commit past which the backfill's live set is a large one
+ * (expectLargeHeap): a commit batch's worth at the default ROWS_IN_FLIGHT.
+ * On the dense bench the rows pass it 5–7 s into the backfill (those
+ * expected, 3.2–4.0 s after the daemon starts, up to 1.3 s before a range
+ * holds its rows), and the collection then leaves 80–97 MiB in use on the
+ * main thread (about the 80 MiB mark a collection starts the bound at).
+ * The everyday chain's ranges hold a few hundred rows each, sixteen ranges
+ * ~3,000: never near it.
  */
 export const LARGE_BACKLOG_ROWS = 20_000
 
@@ -85,8 +87,8 @@ let processBound: HeapGrowthBound | undefined
  * dense bench the main thread's first large collection (seconds into the
  * backfill) set its next threshold at V8's own factor, ~3.5× the 93 MiB it
  * kept: the heap grew to 330 MB before the next, the process's peak
- * (bench/LOG.md, issue 40.5). The rows are known as ranges are fetched, and
- * the bound starting then collects at once, so the threshold in force is
+ * (bench/LOG.md, issue 40.5). The rows are known as ranges' blocks come
+ * in, and the bound starting then collects at once, so the threshold in force is
  * the bound's from that moment, whenever the last collection was (one full
  * collection of ~100 MB, tens of milliseconds, once a backfill). Nothing
  * happens without limitHeapGrowth (HEAP_GROWTH_PERCENT=0).

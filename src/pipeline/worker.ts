@@ -45,7 +45,7 @@ export type RangeWorkerOptions = {
   store?: IndexStore
   /** Most attribution rows held between fetch and commit (ROWS_IN_FLIGHT, rows-in-flight.ts); a commit batch takes a third. Unbounded when not given. */
   rowsInFlight?: number
-  /** Told when the rows fetched and waiting for their commit pass `rows` (the daemon bounds its heap's growth then). */
+  /** Told when the rows fetched (or expected from a range's blocks) and waiting for their commit pass `rows` (the daemon bounds its heap's growth then). */
   largeBacklog?: LargeBacklog
 }
 
