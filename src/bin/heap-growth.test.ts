@@ -98,6 +98,18 @@ describe('createHeapGrowthBound', () => {
     expect(collections()).toBe(1)
   })
 
+  it("collects on the announcement when a collection started the bound: that one set its threshold at V8's factor", () => {
+    const { growth, flags, collections } = bound()
+    growth.collected(114 * MiB)
+    expect([growth.bounded, flags]).toEqual([true, [50]])
+    growth.expectLarge()
+    expect([flags, collections()]).toEqual([[50], 1])
+    // a collection under the bound since: its threshold is the bound's, nothing more to do
+    growth.collected(100 * MiB)
+    growth.expectLarge()
+    expect(collections()).toBe(1)
+  })
+
   it('lets go of an announced bound as of any other once a collection shows the heap small', () => {
     const { growth, flags } = bound()
     growth.expectLarge()

@@ -22,13 +22,15 @@ export const FREE_GROWTH_BELOW_BYTES = 80 * 1024 * 1024
 const BOUND_HOLDS_ABOVE_SHARE = 0.5
 
 /**
- * Attribution rows fetched and waiting for their commit past which the
- * backfill's live set is a large one (expectLargeHeap): a commit batch's
- * worth at the default ROWS_IN_FLIGHT. On the dense bench the rows pass it
- * 5–7 s into the backfill, and the collection then leaves 80–97 MiB in use
- * on the main thread (about the 80 MiB mark a collection starts the bound
- * at). The everyday chain's ranges hold a few hundred rows each, sixteen
- * ranges ~3,000: never near it.
+ * Attribution rows fetched (or expected from a range's blocks) and waiting
+ * for their commit past which the backfill's live set is a large one
+ * (expectLargeHeap): a commit batch's worth at the default ROWS_IN_FLIGHT.
+ * On the dense bench the rows pass it 5–7 s into the backfill (those
+ * expected, 3.2–4.0 s after the daemon starts, up to 1.3 s before a range
+ * holds its rows), and the collection then leaves 80–97 MiB in use on the
+ * main thread (about the 80 MiB mark a collection starts the bound at).
+ * The everyday chain's ranges hold a few hundred rows each, sixteen ranges
+ * ~3,000: never near it.
  */
 export const LARGE_BACKLOG_ROWS = 20_000
 
@@ -85,8 +87,8 @@ let processBound: HeapGrowthBound | undefined
  * dense bench the main thread's first large collection (seconds into the
  * backfill) set its next threshold at V8's own factor, ~3.5× the 93 MiB it
  * kept: the heap grew to 330 MB before the next, the process's peak
- * (bench/LOG.md, issue 40.5). The rows are known as ranges are fetched, and
- * the bound starting then collects at once, so the threshold in force is
+ * (bench/LOG.md, issue 40.5). The rows are known as ranges' blocks come
+ * in, and the bound starting then collects at once, so the threshold in force is
  * the bound's from that moment, whenever the last collection was (one full
  * collection of ~100 MB, tens of milliseconds, once a backfill). Nothing
  * happens without limitHeapGrowth (HEAP_GROWTH_PERCENT=0).
@@ -105,6 +107,12 @@ export type HeapGrowthBound = ReturnType<typeof createHeapGrowthBound>
  */
 export function createHeapGrowthBound(percent: number, freeBelowBytes: number, setGrowingPercent: (growingPercent: number) => void, collect: () => void) {
   let bounded = false
+  /**
+   * Whether the threshold in force was set under the bound. A collection sets it with the flag as it was when it
+   * ran, so the one that starts the bound leaves V8's own: on the dense bench such a collection (114 MiB kept) came
+   * half a second before the backlog was announced, and the heap grew to 383 MiB before the next (786 MiB RSS).
+   */
+  let thresholdBounded = false
   const boundNow = (large: boolean) => {
     if (large === bounded) return
     setGrowingPercent(large ? percent : 0)
@@ -112,15 +120,20 @@ export function createHeapGrowthBound(percent: number, freeBelowBytes: number, s
   }
   return {
     /** A full collection left `usedBytes` in use. */
-    collected: (usedBytes: number) => boundNow(boundAfter(bounded, usedBytes, freeBelowBytes)),
+    collected(usedBytes: number) {
+      thresholdBounded = bounded
+      boundNow(boundAfter(bounded, usedBytes, freeBelowBytes))
+    },
     /**
-     * A large live set is coming: bounded from now. The collection it makes is told as any other (`collected`),
-     * so a heap that turns out small lets go of the bound as it would have.
+     * A large live set is coming: bounded from now, with a collection unless the threshold in force is already
+     * the bound's. The collection it makes is told as any other (`collected`), so a heap that turns out small
+     * lets go of the bound as it would have.
      */
     expectLarge() {
-      if (bounded) return
+      if (bounded && thresholdBounded) return
       boundNow(true)
       collect()
+      thresholdBounded = true
     },
     get bounded() {
       return bounded

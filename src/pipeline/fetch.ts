@@ -118,12 +118,16 @@ export function piecesOf(job: RangeJob, blocks: readonly Pick<ScannedBlock, 'num
  * the rest, and throws RangeTooDenseError naming the pieces to index
  * instead: contiguous ranges within the budget, or the range itself when it
  * is one block (then fetched again with no budget, one at a time: worker.ts).
+ *
+ * The rows the candidates make are known once the blocks are in, before
+ * their receipts: `expectRows` is told them then (the worker counts them in
+ * its rows in flight, rows-in-flight.ts).
  */
 export async function fetchRange(
   rpc: Rpc,
   job: RangeJob,
   entryPoints: ReadonlySet<string>,
-  options: { maxRows: number; limitBlockFetches?: <T>(fetch: () => Promise<T>) => Promise<T> },
+  options: { maxRows: number; limitBlockFetches?: <T>(fetch: () => Promise<T>) => Promise<T>; expectRows?: (rows: number) => void },
 ): Promise<FetchedRange> {
   const { maxRows, limitBlockFetches = (fetch) => fetch() } = options
   const rowsByBlock = new Map<number, number>()
@@ -140,6 +144,7 @@ export async function fetchRange(
   const scanned = await limitBlockFetches(() => rpc.blocks(job.fromBlock, job.toBlock, candidateFilter(entryPoints), keep))
   verifyBranch(scanned, job)
   if (rows > maxRows) throw new RangeTooDenseError(job, rows, piecesOf(job, scanned, rowsByBlock, maxRows))
+  options.expectRows?.(rows)
 
   const blocks: IndexedBlock[] = []
   const found: Array<{ candidate: Candidate; block: IndexedBlock }> = []

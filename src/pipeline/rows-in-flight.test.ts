@@ -82,4 +82,62 @@ describe('rows in flight', () => {
     ;(await rows.enter()).hold(9)
     expect(told).toBe(2)
   })
+
+  it('tells the large mark on the rows ranges expect from their blocks, before any range holds its rows', async () => {
+    let told = 0
+    const rows = createRowsInFlight(100, 10, { rows: 20, reached: () => told++ })
+    const [first, second] = [await rows.enter(), await rows.enter()]
+    first.expect(12)
+    expect([rows.held, told]).toEqual([22, 0])
+    second.expect(9)
+    expect([rows.held, told]).toEqual([21, 1])
+    // their rows, once known, stay past the mark: not told again
+    first.hold(12)
+    second.hold(9)
+    expect([rows.held, told]).toEqual([21, 1])
+  })
+
+  it('replaces an expected count by the rows the range holds, and the average by held rows alone', async () => {
+    let told = 0
+    const rows = createRowsInFlight(30, 10, { rows: 20, reached: () => told++ })
+    const first = await rows.enter()
+    first.expect(25)
+    expect([rows.held, told]).toEqual([25, 1])
+    // fewer rows than its candidates said: the count falls under the mark, and is told again once past it
+    first.hold(15)
+    expect(rows.held).toBe(15)
+    const second = await rows.enter()
+    // entered at the average of the rows held (15), not of the expected 25
+    expect(rows.held).toBe(30)
+    second.expect(4)
+    expect([rows.held, told]).toEqual([19, 1])
+    second.expect(6)
+    expect([rows.held, told]).toEqual([21, 2])
+    // a range that holds its rows is past expecting
+    first.expect(1)
+    expect(rows.held).toBe(21)
+  })
+
+  it('lets a range that only expected rows leave with its count, and lets the waiting in on an expectation below the estimate', async () => {
+    let told = 0
+    const rows = createRowsInFlight(10, 10, { rows: 8, reached: () => told++ })
+    const first = await rows.enter()
+    let secondIn = false
+    const second = rows.enter().then((ticket) => ((secondIn = true), ticket))
+    await Promise.resolve()
+    expect(secondIn).toBe(false)
+    first.expect(7)
+    await Promise.resolve()
+    await Promise.resolve()
+    expect([secondIn, rows.held, told]).toEqual([true, 17, 0])
+    // its blocks failed the branch check, or it was split: it leaves before any rows
+    first.leave()
+    first.hold(7)
+    expect(rows.held).toBe(10)
+    // its expected rows left the large count too: 2 more are under the mark, 8 reach it
+    ;(await second).expect(2)
+    expect([rows.held, told]).toEqual([2, 0])
+    ;(await second).expect(8)
+    expect([rows.held, told]).toEqual([8, 1])
+  })
 })

@@ -15,18 +15,26 @@
  *
  * A range's rows are only known once fetched, so a range entering counts
  * what ranges have held on average until then (`firstEstimate`, the most a
- * range may hold, before any has), and its own count once it has its rows:
- * the ranges fetching at once do not all pass on an empty count — at the
- * start of a dense backfill, all sixteen did, and made its peak.
+ * range may hold, before any has): the ranges fetching at once do not all
+ * pass on an empty count — at the start of a dense backfill, all sixteen
+ * did, and made its peak. Once its blocks are in, the rows its candidates
+ * make replace that estimate (`expect`: seconds before its receipts and
+ * rows, on a dense chain), and its own count replaces both once it has its
+ * rows (`hold`). Only the rows held count toward the average.
  *
- * `large` is told each time the rows ranges have fetched (estimates left
- * out: every range enters at `firstEstimate`, a sparse chain's too) pass
- * `large.rows` from below: what the backfill is about to hold, known seconds
- * before a garbage collection could show it (the daemon bounds its heap's
- * growth from then, bin/heap-growth.ts).
+ * `large` is told each time the rows ranges have fetched or expect (entry
+ * estimates left out: every range enters at `firstEstimate`, a sparse
+ * chain's too) pass `large.rows` from below: what the backfill is about to
+ * hold, known seconds before a garbage collection could show it (the daemon
+ * bounds its heap's growth from then, bin/heap-growth.ts). A dense range's
+ * expected rows count from its blocks, so the signal comes before any range
+ * holds its rows; a collection that leaves the heap just under the mark
+ * meanwhile let it grow unbounded (one dense bench run in six, bench/LOG.md).
  */
 export type RowsTicket = {
-  /** The range's rows are known (told once): they replace the estimate it entered with. */
+  /** The rows the range's candidates make, known from its blocks: they replace the estimate it entered with (or last expected). */
+  expect(rows: number): void
+  /** The range's rows are known (told once): they replace the estimate it entered with, or expected. */
   hold(rows: number): void
   /** The range's rows are committed, or dropped: its count leaves (once, however often called). */
   leave(): void
@@ -37,7 +45,7 @@ export type LargeBacklog = { rows: number; reached: () => void }
 
 export function createRowsInFlight(limit: number, firstEstimate = 0, large?: LargeBacklog) {
   let held = 0
-  /** Rows of the ranges that have fetched theirs, without the estimates of those still fetching. */
+  /** Rows of the ranges that have fetched or expect theirs, without the entry estimates of those still fetching. */
   let fetched = 0
   let ranges = 0
   let rowsSeen = 0
@@ -58,25 +66,36 @@ export function createRowsInFlight(limit: number, firstEstimate = 0, large?: Lar
 
   function ticket(): RowsTicket {
     let counted = estimate()
+    /** What this range adds to `fetched`: 0 until it expects or holds rows. */
+    let countedFetched = 0
     let left = false
     let hasRows = false
     held += counted
+    /** The range counts `rows`, held and fetched, from now on. */
+    function count(rows: number) {
+      held += rows - counted
+      counted = rows
+      countFetched(rows - countedFetched)
+      countedFetched = rows
+      admit()
+    }
     return {
+      expect(rows) {
+        if (left || hasRows) return
+        count(rows)
+      },
       hold(rows) {
         if (left || hasRows) return
         hasRows = true
-        held += rows - counted
-        counted = rows
         ranges++
         rowsSeen += rows
-        countFetched(rows)
-        admit()
+        count(rows)
       },
       leave() {
         if (left) return
         left = true
         held -= counted
-        if (hasRows) countFetched(-counted)
+        countFetched(-countedFetched)
         admit()
       },
     }

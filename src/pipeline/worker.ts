@@ -45,7 +45,7 @@ export type RangeWorkerOptions = {
   store?: IndexStore
   /** Most attribution rows held between fetch and commit (ROWS_IN_FLIGHT, rows-in-flight.ts); a commit batch takes a third. Unbounded when not given. */
   rowsInFlight?: number
-  /** Told when the rows fetched and waiting for their commit pass `rows` (the daemon bounds its heap's growth then). */
+  /** Told when the rows fetched (or expected from a range's blocks) and waiting for their commit pass `rows` (the daemon bounds its heap's growth then). */
   largeBacklog?: LargeBacklog
 }
 
@@ -134,6 +134,8 @@ async function indexRange(job: RangeJob, options: ProcessOptions, ticket: RowsTi
     fetched = await fetchRange(chain.rpc, job, chain.entryPoints, {
       maxRows: options.maxRangeRows,
       ...(options.limitBlockFetches && { limitBlockFetches: options.limitBlockFetches }),
+      // counted from its blocks, seconds before its rows on a dense chain: the large backlog is told then
+      ...(ticket && { expectRows: (rows: number) => ticket.expect(rows) }),
     })
   } catch (error) {
     if (error instanceof BranchMismatchError) await flagMismatch(db.$client, job)
