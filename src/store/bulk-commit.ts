@@ -11,6 +11,7 @@ import { createEveryChainMemory, forgetEveryChainState, writesEveryChain, type E
 import { createFinalMembers, type BatchMembers, type FinalMembers } from './final-members.js'
 import { createFolder, type FoldContext, type FoldedAggregates, type WindowBound } from './fold.js'
 import { FINAL_REFS, holdRefsWritersAlone } from './final-refs.js'
+import { chainSendersReadFrom } from './rolling-windows.js'
 
 /**
  * The bulk path of the commit (issue 40): ranges wholly at or below the
@@ -214,6 +215,7 @@ async function foldContext(sql: postgres.Sql | Tx, everyChain: boolean, { lock =
     everyChain,
     windows: windows.filter((w) => w.ready).map((w) => ({ name: w.name, subject: w.subject, fromMs: w.from_ms, untilMs: w.until_ms })),
     firstKeptHourMs: clock!.hour_ms - HOURLY_TOTALS_DAYS * 24 * HOUR_MS,
+    chainSendersFromMs: chainSendersReadFrom(windows.map((w) => ({ subject: w.subject, ready: w.ready, fromMs: w.from_ms }))),
   }
 }
 
@@ -419,7 +421,7 @@ function refsCtes(tx: Tx, table: RefsTable, columns: ColumnLiterals) {
     )`
 }
 
-/** A chain's senders per day: present while final rows hold FINAL_REFS (or tip rows a count) in `attributions`. */
+/** A chain's senders per day: present while final rows hold FINAL_REFS (or tip rows a count) in `attributions`; days a sender window may read only (fold.ts). */
 function chainSenderCtes(tx: Tx, columns: ColumnLiterals) {
   const keys: Array<[string, string]> = [['chain_id', 'int'], ['day', 'date'], ['sender', 'text']]
   return tx`

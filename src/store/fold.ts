@@ -2,7 +2,6 @@ import { EVERY_CHAIN } from '../db/schema/index.js'
 import type { StoredRecord } from '../attribution/records.js'
 import type { AttributionRow } from './attribution-columns.js'
 import { DAY_MS, HOUR_MS } from './buckets.js'
-import type { RangeResult } from './commit.js'
 import type { RangeJob } from './ranges.js'
 import { FINAL_REFS } from './final-refs.js'
 import type { FinalMembers } from './final-members.js'
@@ -33,6 +32,8 @@ export type FoldContext = {
   windows: readonly WindowBound[]
   /** The first hour kept in the hourly tables, by the database's clock (HOURLY_TOTALS_DAYS). */
   firstKeptHourMs: number
+  /** The first day a sender window may still read a chain's senders of (rolling-windows.ts: chainSendersReadFrom): none are written for earlier days. */
+  chainSendersFromMs: number
 }
 
 /** Rows of one table to upsert, one array per column (named as the table's columns). */
@@ -105,7 +106,8 @@ type ChainSlot = {
   hourMs: number
   daily: Tree<ChainTotals>
   hourly: Tree<ChainTotals> | undefined
-  senders: Tree<number>
+  /** The chain's senders of the day; undefined for a day no sender window reads them of (FoldContext.chainSendersFromMs). */
+  senders: Tree<number> | undefined
   /** The chain's scopes in the sender windows, made when a row first falls in one. */
   windowScopes: ScopeSet | undefined
 }
@@ -153,12 +155,6 @@ export type FoldOptions = { knownFinal?: Omit<FinalMembers, 'add'> }
 
 const KNOWS_NONE: Omit<FinalMembers, 'add'> = { chainSender: () => false, windowSender: () => false }
 
-export function foldAggregates(results: readonly RangeResult[], context: FoldContext): FoldedAggregates {
-  const folder = createFolder(context)
-  for (const { job, rows } of results) folder.add(job, rows)
-  return folder.result()
-}
-
 export function createFolder(context: FoldContext, { knownFinal = KNOWS_NONE }: FoldOptions = {}): Folder {
   const codeDaily: Tree<Tree<Tree<Tree<Tree<CodeTotals>>>>> = new Map() // code, registry, chain, day, kind
   const codeHourly: Tree<Tree<Tree<Tree<Tree<CodeTotals>>>>> = new Map()
@@ -194,7 +190,7 @@ export function createFolder(context: FoldContext, { knownFinal = KNOWS_NONE }: 
       hourMs,
       daily: branch(branch(chainDaily, chainId, newTree), day, newTree),
       hourly: hour === undefined ? undefined : branch(branch(chainHourly, chainId, newTree), hour, newTree),
-      senders: branch(branch(chainSenders, chainId, newTree), day, newTree),
+      senders: dayMs >= context.chainSendersFromMs ? branch(branch(chainSenders, chainId, newTree), day, newTree) : undefined,
       windowScopes: undefined,
     })
   }
@@ -276,8 +272,9 @@ export function createFolder(context: FoldContext, { knownFinal = KNOWS_NONE }: 
         if (dayMs >= w.fromMs && dayMs < w.untilMs) addScopes(slot.codeSenderWindows[i]!, rec.sender, slot.scopes)
       }
       // presence only (final-refs.ts): the count would be written nowhere; a sender this process already made final
-      // in these scopes is not asked again (final-members.ts)
-      if (!chain.senders.has(rec.sender) && !knownFinal.chainSender(chainId, buckets.day, rec.sender)) chain.senders.set(rec.sender, 1)
+      // in these scopes is not asked again (final-members.ts); none on a day no window reads them of
+      const daySenders = chain.senders
+      if (daySenders !== undefined && !daySenders.has(rec.sender) && !knownFinal.chainSender(chainId, buckets.day, rec.sender)) daySenders.set(rec.sender, 1)
 
       for (let i = 0; i < byHour.length; i++) {
         const w = byHour[i]!

@@ -61,6 +61,29 @@ const SENDER_WINDOWS: RollingWindow[] = [
   { name: 'senders:all', subject: 'sender', boundsAt: () => ({ from: -Infinity, until: Infinity }) },
 ]
 
+/** A window's row in `window_bounds`, as a commit reads it (ms since the epoch, ±Infinity for open ends). */
+export type WindowState = { subject: Subject; ready: boolean; fromMs: number }
+
+/**
+ * The first day whose senders of a chain (`chain_daily_senders`) a sender
+ * window may still read: a window is moved by the days it leaves and built
+ * from the days it spans, both read there (apply). A ready window's start
+ * only moves forward and a ready all-time window never moves again, so a
+ * day before every ready window's start is never read again — unless a
+ * window is still to be built (-Infinity: every day may be). The bulk path
+ * writes no chain senders of earlier days (issue 40: a dense chain's history
+ * was a member row per sender and day that nothing would read).
+ */
+export function chainSendersReadFrom(windows: readonly WindowState[]): number {
+  let from = Infinity
+  for (const window of windows) {
+    if (window.subject !== 'sender') continue
+    if (!window.ready) return -Infinity
+    if (window.fromMs !== -Infinity) from = Math.min(from, window.fromMs)
+  }
+  return from
+}
+
 /** A code's distinct senders over the code view's default window (the last 30 UTC days). */
 export const CODE_SENDER_WINDOW = 'code-senders:30d'
 const CODE_SENDER_WINDOWS: RollingWindow[] = [{ name: CODE_SENDER_WINDOW, subject: 'code-sender', boundsAt: trailingDays('30d', false) }]

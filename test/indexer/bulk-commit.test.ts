@@ -5,6 +5,7 @@ import { commitRanges, type RangeResult } from '../../src/store/commit.js'
 import { createEveryChainMemory } from '../../src/store/every-chain.js'
 import { createFinalMembers } from '../../src/store/final-members.js'
 import { createRollingWindows } from '../../src/store/rolling-windows.js'
+import { chainSendersFirstDay } from '../support/final-exact.js'
 import { rollbackAbove } from '../../src/store/rollback.js'
 import { attributionRow, labelHash, senderAddress, type TestAttribution } from '../support/ranges.js'
 import { createTestDatabase, type TestDatabase } from '../support/services.js'
@@ -92,8 +93,13 @@ const BATCHES: Range[][] = [
   [{ chainId: 8453, fromBlock: 31, toBlock: 40, era: ERAS[2]! }, { chainId: 10, fromBlock: 21, toBlock: 30, era: ERAS[2]! }],
 ]
 
-/** Every table the commit writes, as sorted JSON rows (ids and wall-clock times left out; events in id order). */
-async function tablesOf({ db }: TestDatabase): Promise<Record<string, string[]>> {
+/**
+ * Every table the commit writes, as sorted JSON rows (ids and wall-clock
+ * times left out; events in id order). `chainSendersFrom`: a chain's
+ * senders of earlier days left out (the bulk path writes none of days no
+ * sender window reads, chainSendersReadFrom).
+ */
+async function tablesOf({ db }: TestDatabase, { chainSendersFrom = '0001-01-01' } = {}): Promise<Record<string, string[]>> {
   const tables = [
     'ranges', 'blocks', 'attributions', 'attribution_suffixes', 'malformed_suffixes',
     'code_daily_totals', 'code_hourly_totals', 'chain_daily_totals', 'chain_hourly_totals',
@@ -105,7 +111,8 @@ async function tablesOf({ db }: TestDatabase): Promise<Record<string, string[]>>
   for (const table of tables) {
     const rows = await db.$client<{ row: Record<string, unknown> }[]>`
       select to_jsonb(t) - 'id' - 'done_at' - 'created_at' as row from ${db.$client(table)} t`
-    dump[table] = rows.map(({ row }) => JSON.stringify(presenceOf(table, row))).sort()
+    const kept = table === 'chain_daily_senders' ? rows.filter(({ row }) => (row.day as string) >= chainSendersFrom) : rows
+    dump[table] = kept.map(({ row }) => JSON.stringify(presenceOf(table, row))).sort()
   }
   const events = await db.$client<{ row: string }[]>`select (to_jsonb(e) - 'id' - 'created_at')::text as row from attribution_events e order by id`
   dump.attribution_events = events.map(({ row }) => row)
@@ -122,6 +129,18 @@ function presenceOf(table: string, row: Record<string, unknown>): Record<string,
   if (!table.endsWith('_refs')) return row
   const refs = row.refs as Record<string, number>
   return { ...row, refs: Object.keys(refs).filter((scope) => refs[scope]! > 0).sort() }
+}
+
+/** The bulk database's tables as the tip's, but for the chain senders of days no sender window reads (none in bulk). */
+async function expectSameTables(bulk: TestDatabase, tip: TestDatabase) {
+  const chainSendersFrom = await chainSendersFirstDay(bulk.db)
+  expect(await tablesOf(bulk, { chainSendersFrom })).toEqual(await tablesOf(tip, { chainSendersFrom }))
+}
+
+/** Days holding a chain's senders in `database`. */
+async function chainSenderDays({ db }: TestDatabase): Promise<string[]> {
+  const days = await db.$client<{ day: string }[]>`select distinct day::text as day from chain_daily_senders order by 1`
+  return days.map(({ day }) => day)
 }
 
 async function insertPending(database: TestDatabase, results: readonly RangeResult[]) {
@@ -144,10 +163,17 @@ describe('bulk commit of finalized ranges', () => {
       const bulkOutcomes = await commitFinalRanges(bulk.db, results, bulkMemory, finalMembers)
       expect(bulkOutcomes).toEqual(tipOutcomes)
       expect(bulkOutcomes.every((outcome) => outcome.committed && outcome.inserted > 0)).toBe(true)
-      expect(await tablesOf(bulk)).toEqual(await tablesOf(tip))
+      await expectSameTables(bulk, tip)
     }
     const [scope] = await bulk.db.$client<{ kept: boolean }[]>`select kept from every_chain_scope`
     expect(scope?.kept).toBe(true)
+    // the first era (40 days ago) is before every sender window but the all-time one: the tip path counted its
+    // chain senders, the bulk path wrote none (nothing reads them); every other day's are the same
+    const chainSendersFrom = await chainSendersFirstDay(bulk.db)
+    const eraDay = new Date(ERAS[0]! * 1000).toISOString().slice(0, 10)
+    expect(eraDay < chainSendersFrom).toBe(true)
+    expect(await chainSenderDays(tip)).toContain(eraDay)
+    expect((await chainSenderDays(bulk)).every((day) => day >= chainSendersFrom)).toBe(true)
   })
 
   it('writes nothing for a batch with a range no longer pending, and nothing twice on a repeat', async () => {
@@ -179,7 +205,7 @@ describe('bulk commit of finalized ranges', () => {
     await commitRanges(bulk.db, [tipRange])
     await commitRanges(tip.db, [finalRange])
     await commitFinalRanges(bulk.db, [finalRange])
-    expect(await tablesOf(bulk)).toEqual(await tablesOf(tip))
+    await expectSameTables(bulk, tip)
     // a reorg of the tip: its rows go, the final rows' senders stay counted
     for (const database of [tip, bulk]) {
       const reserved = await database.db.$client.reserve()
@@ -189,7 +215,47 @@ describe('bulk commit of finalized ranges', () => {
         reserved.release()
       }
     }
-    expect(await tablesOf(bulk)).toEqual(await tablesOf(tip))
+    await expectSameTables(bulk, tip)
+  })
+
+  it('moves its windows past the days it wrote as the tip path moves them', async () => {
+    // 35 days on, every bounded sender window leaves the days it held, taken out by the chain senders kept of them
+    const later = new Date((NOW_S + 35 * DAY_S) * 1000)
+    for (const database of [tip, bulk]) await createRollingWindows(database.db.$client).ensureCurrent(later)
+    await expectSameTables(bulk, tip)
+    const [left] = await bulk.db.$client<{ counted: number }[]>`
+      select count(*)::int as counted from sender_window_counts where window_name <> 'senders:all' and senders <> 0`
+    expect(left!.counted).toBe(0)
+  })
+})
+
+describe('a bulk commit before the sender windows are built', () => {
+  let tipDb: TestDatabase
+  let bulkDb: TestDatabase
+
+  beforeAll(async () => {
+    // no window ready yet, as a fresh database before the API first moved them
+    ;[tipDb, bulkDb] = await Promise.all([createTestDatabase('bulk_unbuilt_tip'), createTestDatabase('bulk_unbuilt_bulk')])
+  })
+
+  afterAll(async () => {
+    await Promise.all([tipDb?.drop(), bulkDb?.drop()])
+  })
+
+  it('keeps every day’s chain senders, and the windows built from them later count each sender once', async () => {
+    const results = [rangeResult({ chainId: 8453, fromBlock: 1, toBlock: 10, era: ERAS[0]! }), rangeResult({ chainId: 8453, fromBlock: 11, toBlock: 20, era: ERAS[2]! })]
+    await Promise.all([insertPending(tipDb, results), insertPending(bulkDb, results)])
+    await commitRanges(tipDb.db, results)
+    await commitFinalRanges(bulkDb.db, results)
+    // a window still to be built reads every day's chain senders: the bulk path wrote them all
+    expect(await tablesOf(bulkDb)).toEqual(await tablesOf(tipDb))
+    expect(await chainSenderDays(bulkDb)).toContain(new Date(ERAS[0]! * 1000).toISOString().slice(0, 10))
+    for (const database of [tipDb, bulkDb]) await createRollingWindows(database.db.$client).ensureCurrent(new Date())
+    await expectSameTables(bulkDb, tipDb)
+    const [all] = await bulkDb.db.$client<{ counted: number; senders: number }[]>`
+      select (select senders::int from sender_window_counts where window_name = 'senders:all' and scope = 8453) as counted,
+        (select count(distinct sender)::int from attributions) as senders`
+    expect(all!.counted).toBe(all!.senders)
   })
 })
 
@@ -226,7 +292,7 @@ describe('a bulk commit larger than a piece of its preparation', () => {
     await Promise.all([insertPending(tipDb, results), insertPending(bulkDb, results)])
     await commitRanges(tipDb.db, results)
     expect(await commitFinalRanges(bulkDb.db, results)).toEqual([{ committed: true, inserted: 2_599 }])
-    expect(await tablesOf(bulkDb)).toEqual(await tablesOf(tipDb))
+    await expectSameTables(bulkDb, tipDb)
   })
 
   it('fails a commit whose COPY fails, and writes nothing of it (the driver is not left waiting)', async () => {
@@ -297,7 +363,7 @@ describe('bulk commit while a rolling window moves', () => {
     } finally {
       holder.release()
     }
-    expect(await tablesOf(bulkDb)).toEqual(await tablesOf(tipDb))
+    await expectSameTables(bulkDb, tipDb)
   })
 })
 
@@ -325,7 +391,7 @@ describe('members a process made final, when a window moves past them', () => {
     await commitBoth([rangeResult({ chainId: 8453, fromBlock: 1, toBlock: 10, era: ERAS[1]! })])
     for (const database of [tipDb, bulkDb]) await createRollingWindows(database.db.$client).ensureCurrent(new Date())
     await commitBoth([rangeResult({ chainId: 8453, fromBlock: 11, toBlock: 20, era: ERAS[2]! })])
-    expect(await tablesOf(bulkDb)).toEqual(await tablesOf(tipDb))
+    await expectSameTables(bulkDb, tipDb)
     const [counted] = await bulkDb.db.$client<{ senders: number }[]>`
       select senders::int from sender_window_counts where window_name = 'senders:24h' and scope = 8453`
     expect(counted?.senders).toBeGreaterThan(0)

@@ -6,7 +6,7 @@ import { readSummary } from '../../src/analytics/summary.js'
 import { resolveDayWindow } from '../../src/analytics/window.js'
 import type { Database } from '../../src/db/client.js'
 import { addDays, dayOf, DAY_MS, firstDayOf, firstHourOf24h } from '../../src/store/buckets.js'
-import { createRollingWindows } from '../../src/store/rolling-windows.js'
+import { chainSendersReadFrom, createRollingWindows, type WindowState } from '../../src/store/rolling-windows.js'
 import type { GroundTruth } from '../../devnet/ledger.js'
 import type { TestChain } from './chain.js'
 import { expectIndexMatchesTruth } from './fixtures.js'
@@ -154,7 +154,9 @@ export async function expectAggregatesMatchRows(db: Database, chainIds: number[]
     }
   }
 
-  // the members the sender tables hold, exactly where rows put them; no scope taken below nothing
+  // the members the sender tables hold, exactly where rows put them (a chain's senders: on the days a sender
+  // window may read, the only ones the bulk path writes); no scope taken below nothing
+  const chainSendersFrom = await chainSendersFirstDay(db)
   const [members] = await sql<{ code_days: number; chain_days: number; negative: number }[]>`
     select
       (select count(*) from (
@@ -165,10 +167,11 @@ export async function expectAggregatesMatchRows(db: Database, chainIds: number[]
          except select code, day, sender from code_day_sender_refs r where exists (select 1 from jsonb_each_text(r.refs) s where s.value::bigint > 0))
       ) d)::int as code_days,
       (select count(*) from (
-        (select chain_id, day, sender from chain_daily_senders where attributions > 0
+        (select chain_id, day, sender from chain_daily_senders where attributions > 0 and day >= ${chainSendersFrom}::date
          except select chain_id, (block_timestamp at time zone 'UTC')::date, sender from attributions)
         union all
         (select chain_id, (block_timestamp at time zone 'UTC')::date, sender from attributions
+         where (block_timestamp at time zone 'UTC')::date >= ${chainSendersFrom}::date
          except select chain_id, day, sender from chain_daily_senders where attributions > 0)
       ) d)::int as chain_days,
       ((select count(*) from chain_daily_senders where attributions < 0)
@@ -176,6 +179,18 @@ export async function expectAggregatesMatchRows(db: Database, chainIds: number[]
         + (select count(*) from window_sender_refs r, jsonb_each_text(r.refs) s where s.value::bigint < 0)
         + (select count(*) from window_code_sender_refs r, jsonb_each_text(r.refs) s where s.value::bigint < 0))::int as negative`
   expect(members, 'sender members not matching the rows (code × day, chain × day), scopes below 0').toEqual({ code_days: 0, chain_days: 0, negative: 0 })
+}
+
+/**
+ * The first day (ISO) whose chain senders a sender window of the database
+ * may read, as its window_bounds stand (chainSendersReadFrom): the bulk path
+ * writes none of earlier days. '0001-01-01' when every day may be read.
+ */
+export async function chainSendersFirstDay(db: Database): Promise<string> {
+  const windows = await db.$client<{ subject: WindowState['subject']; ready: boolean; from_ms: number }[]>`
+    select subject, ready, (extract(epoch from from_at) * 1000)::float8 as from_ms from window_bounds`
+  const from = chainSendersReadFrom(windows.map((w) => ({ subject: w.subject, ready: w.ready, fromMs: w.from_ms })))
+  return from === -Infinity ? '0001-01-01' : from === Infinity ? '9999-12-31' : new Date(from).toISOString().slice(0, 10)
 }
 
 /**

@@ -269,7 +269,11 @@ export const codeDailySenderCounts = pgTable(
   (t) => [primaryKey({ columns: [t.code, t.registry, t.chainId, t.day] })],
 )
 
-/** Distinct senders per chain and day (any code), for the summary's unique senders. */
+/**
+ * Distinct senders per chain and day (any code): what moves the summary's
+ * sender windows (rolling-windows.ts). Final rows of a day before every
+ * sender window's start add none (chainSendersReadFrom): no window reads it.
+ */
 export const chainDailySenders = pgTable(
   'chain_daily_senders',
   {
