@@ -209,9 +209,8 @@ async function measureRound(dataset: Dataset, writer: Writer, withoutIndexes: re
  */
 const ROW_INDEXES = [
   'attributions_pkey',
-  'attributions_block_idx',
+  'attributions_block_unique_idx',
   'attributions_code_page_idx',
-  'attributions_unique_idx',
   'attributions_user_op_hash_idx',
   'attribution_suffixes_chain_id_tx_hash_user_op_index_pk',
 ]

@@ -44,8 +44,8 @@ describe('array literals', () => {
   it('PostgreSQL reads back every value as it was: quotes, backslashes, NULL as text, empty, non-ASCII, braces', async () => {
     const codes = ['a"b', 'c\\d', 'NULL', 'null', '', 'é,}{', ' x ', '🙂']
     const records = [
-      { txHash: '0xab', userOpIndex: -1, attribution: { codes, suffix: '0x00', suffixBytes: 1 } },
-      { txHash: '0xcd', userOpIndex: 3, attribution: { codes: ['ok'], suffix: '0xff', suffixBytes: 1 } },
+      { txHash: '0xab', userOpIndex: -1, blockNumber: 7, attribution: { codes, suffix: '0x00', suffixBytes: 1 } },
+      { txHash: '0xcd', userOpIndex: 3, blockNumber: 8, attribution: { codes: ['ok'], suffix: '0xff', suffixBytes: 1 } },
     ] as never[]
     const literals = suffixInsert.arrays([{ chainId: 8453, sources: records }])
     const sql = postgres(inject('databaseUrl'), { max: 1, onnotice: () => {} })
@@ -53,8 +53,8 @@ describe('array literals', () => {
       const casts = literals.map((literal, i) => sql`${literal}::${sql.unsafe(suffixInsert.arrayTypes[i]!)}`).reduce((a, b) => sql`${a}, ${b}`)
       const rows = await sql`select ${sql.unsafe(suffixInsert.selectList)} from unnest(${casts}) as u(${sql.unsafe(suffixInsert.names.map((n) => `"${n}"`).join(', '))})`
       expect(rows.map((row) => ({ ...row }))).toEqual([
-        { chain_id: 8453, tx_hash: '0xab', user_op_index: -1, codes, suffix: '0x00', suffix_bytes: 1 },
-        { chain_id: 8453, tx_hash: '0xcd', user_op_index: 3, codes: ['ok'], suffix: '0xff', suffix_bytes: 1 },
+        { chain_id: 8453, tx_hash: '0xab', user_op_index: -1, block_number: '7', codes, suffix: '0x00', suffix_bytes: 1 },
+        { chain_id: 8453, tx_hash: '0xcd', user_op_index: 3, block_number: '8', codes: ['ok'], suffix: '0xff', suffix_bytes: 1 },
       ])
     } finally {
       await sql.end({ timeout: 5 })

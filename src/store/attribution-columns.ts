@@ -67,6 +67,7 @@ export const SUFFIX_COLUMNS: ColumnTable<typeof attributionSuffixes, StoredRecor
   chainId: { value: (_, chainId) => chainId },
   txHash: { value: (record) => record.txHash },
   userOpIndex: { value: (record) => record.userOpIndex },
+  blockNumber: { value: (record) => record.blockNumber },
   codes: { value: (record) => record.attribution.codes },
   suffix: { value: (record) => record.attribution.suffix },
   suffixBytes: { value: (record) => record.attribution.suffixBytes },

@@ -166,7 +166,7 @@ async function commitStatement(sql: Sql, results: readonly RangeResult[], everyC
       insert into attributions (${sql.unsafe(attributionInsert.names.map((name) => `"${name}"`).join(', '))})
       select ${sql.unsafe(attributionInsert.selectList)} from ${unnestRows(sql, attributionInsert, rows)}
       where exists (select 1 from done)
-      on conflict (chain_id, tx_hash, user_op_index, code) do nothing
+      on conflict (chain_id, block_number, tx_hash, user_op_index, code) do nothing
       returning ${sql.unsafe(RETURNED_COLUMNS)}
     ),
     stored_suffixes as (

@@ -14,14 +14,17 @@ type IndexedRow = { block_number: string; tx_hash: string; user_op_hash: string 
  * API answers through it as well, so its tests cover the command's query.
  */
 async function indexedRow(sql: Sql, query: { type: HashType; hash: Hex; chainId: number }): Promise<IndexedRow | undefined> {
+  // a transaction's suffix row is found by its hash (its key), its rows by the block it names (theirs); a
+  // UserOperation's rows by its hash (their partial index), its suffix by theirs
   const match =
     query.type === 'transaction'
-      ? sql`a.chain_id = ${query.chainId} and a.tx_hash = ${query.hash} and a.user_op_index = -1`
+      ? sql`s.chain_id = ${query.chainId} and s.tx_hash = ${query.hash} and s.user_op_index = -1`
       : sql`a.chain_id = ${query.chainId} and a.user_op_hash = ${query.hash}`
   const [row] = await sql<IndexedRow[]>`
     select a.block_number, a.tx_hash, a.user_op_hash, a.status, s.suffix
     from attributions a
-    join attribution_suffixes s on s.chain_id = a.chain_id and s.tx_hash = a.tx_hash and s.user_op_index = a.user_op_index
+    join attribution_suffixes s
+      on s.chain_id = a.chain_id and s.block_number = a.block_number and s.tx_hash = a.tx_hash and s.user_op_index = a.user_op_index
     where ${match}
     limit 1`
   return row

@@ -121,8 +121,10 @@ export const attributions = pgTable(
     actualGasCost: text('actual_gas_cost'),
   },
   (t) => [
-    uniqueIndex('attributions_unique_idx').on(t.chainId, t.txHash, t.userOpIndex, t.code),
-    index('attributions_block_idx').on(t.chainId, t.blockNumber),
+    // keyed by block first: a backfill appends to its right edge instead of writing a random leaf per row, as a
+    // key led by the hash did (~6 µs a row, bench/LOG.md), and the rollback's delete above a block reads it. A
+    // lookup by transaction hash goes through attribution_suffixes, whose row names the block
+    uniqueIndex('attributions_block_unique_idx').on(t.chainId, t.blockNumber, t.txHash, t.userOpIndex, t.code),
     index('attributions_user_op_hash_idx').on(t.userOpHash).where(sql`${t.userOpHash} is not null`),
     // a code's attributions newest first, paged by keyset (time, id): attributions_code_page_idx, written by hand in
     // drizzle/0010_code_page_index.sql because it INCLUDEs the page's filter columns, which drizzle's builder cannot say
@@ -133,8 +135,8 @@ export const attributions = pgTable(
  * A transaction's own suffix, or one UserOperation's, stored once (issue 20:
  * on every attribution row, a suffix of thousands of codes was stored as many
  * times as it had codes). Written and rolled back with its attribution rows,
- * in the same statement; keyed like them, so a lookup by hash finds it by
- * the row it found.
+ * in the same statement. Keyed by hash (chain, transaction, op): the lookup
+ * by transaction hash starts here, and reaches the rows by their block.
  */
 export const attributionSuffixes = pgTable(
   'attribution_suffixes',
@@ -143,6 +145,8 @@ export const attributionSuffixes = pgTable(
     txHash: text('tx_hash').notNull(),
     /** -1 for the transaction itself, else the op's position in the bundle. */
     userOpIndex: integer('user_op_index').notNull(),
+    /** The block holding the transaction: a lookup by hash finds its attribution rows by their key (chain, block, hash). */
+    blockNumber: bigint('block_number', { mode: 'number' }).notNull(),
     /** Every distinct code of the suffix, in suffix order (at most ATTRIBUTION_LIMITS.maxSuffixCodes). */
     codes: text('codes').array().notNull(),
     suffix: text('suffix').notNull(),
