@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { Attribution } from 'ox/erc8021'
@@ -69,7 +70,8 @@ function windowsBuiltAt(setting: string | undefined): Date | undefined {
 
 type Dataset = { results: RangeResult[]; rows: number }
 
-const hash = (n: number, salt: number): Hex => pad(`0x${(n * 7919 + salt).toString(16)}`, { size: 32 })
+/** A 32-byte hash, spread as a chain's are: a key led by it is written at random leaves, as on a real chain (a counter would append). */
+const hash = (n: number, salt: number): Hex => `0x${createHash('sha256').update(`${salt}:${n}`).digest('hex')}`
 const address = (n: number): Hex => pad(`0x${(n + 1).toString(16)}`, { size: 20 })
 
 export function denseDataset(ranges: number, blocksPerRange: number, seed: number): Dataset {
