@@ -231,7 +231,7 @@ async function measureIndexCosts(ranges: number, blocksPerRange: number, rounds:
     ['every index', []],
     ...ROW_INDEXES.map((index): [string, string[]] => [`without ${index}`, [index]]),
     ['no index', ROW_INDEXES],
-    ['user_op_hash by a hash index', ['attributions_user_op_hash_idx'], 'create index on attributions using hash (user_op_hash) where user_op_hash is not null'],
+    ['user_op_hash by a B-tree (before drizzle/0024)', ['attributions_user_op_hash_idx'], 'create index on attributions (user_op_hash) where user_op_hash is not null'],
     ['code page index without included columns', ['attributions_code_page_idx'], 'create index on attributions (code, block_timestamp desc nulls last, id desc nulls last)'],
   ]
   const variants = all.filter(([name]) => !process.env.BENCH_COMMIT_INDEX_ONLY || process.env.BENCH_COMMIT_INDEX_ONLY.split(',').includes(name))

@@ -47,6 +47,8 @@ describe('lookups by hash on rows keyed by block', () => {
       expect.stringContaining('attributions_pkey ON public.attributions USING btree (id)'),
     ])
     expect(definitions.filter((d) => /\((chain_id, )?tx_hash/.test(d))).toEqual([])
+    // a UserOperation's hash is looked up by equality only: a hash index
+    expect(definitions.filter((d) => d.includes('user_op_hash'))).toEqual([expect.stringContaining('USING hash (user_op_hash) WHERE')])
   })
 
   it('finds a transaction and a UserOperation by hash without scanning either table', async () => {
