@@ -64,8 +64,8 @@ export async function removeAttributionsAbove(sql: postgres.TransactionSql | pos
       returning ${sql.unsafe(RETURNED_COLUMNS)}
     ),
     gone_suffixes as (
-      delete from attribution_suffixes s using (select distinct chain_id, tx_hash, user_op_index from gone) g
-      where s.chain_id = g.chain_id and s.tx_hash = g.tx_hash and s.user_op_index = g.user_op_index
+      -- a suffix row goes with its rows: those above the block (its key leads with the block, as theirs does)
+      delete from attribution_suffixes where chain_id = ${chainId} and block_number > ${block}
       returning 1
     ),
     rolled_back as (select ${chainId}::int as chain_id, ${block + 1}::bigint as from_block, null::bigint as to_block),

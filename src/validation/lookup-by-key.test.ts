@@ -4,10 +4,11 @@ import { createTestDatabase, type TestDatabase } from '../../test/support/servic
 import { findIndexed } from './index-lookup.js'
 
 /**
- * The attribution rows are keyed by block (drizzle/0023): a backfill then
+ * The attribution rows are keyed by block (drizzle/0023), their suffix rows
+ * too (drizzle/0025): a backfill then
  * appends to its key's right edge instead of writing a random leaf per row,
  * which a key led by the transaction hash cost. A lookup by hash must still
- * never scan: a transaction's starts at its suffix row (keyed by hash),
+ * never scan: a transaction's starts at its suffix row (a hash index),
  * which names the block; a UserOperation's at the rows' partial index.
  */
 
@@ -49,6 +50,15 @@ describe('lookups by hash on rows keyed by block', () => {
     expect(definitions.filter((d) => /\((chain_id, )?tx_hash/.test(d))).toEqual([])
     // a UserOperation's hash is looked up by equality only: a hash index
     expect(definitions.filter((d) => d.includes('user_op_hash'))).toEqual([expect.stringContaining('USING hash (user_op_hash) WHERE')])
+  })
+
+  it('keys the suffix rows by chain and block too, a transaction found by a hash index of its own suffix rows', async () => {
+    const indexes = await database.db.$client<{ definition: string }[]>`
+      select pg_get_indexdef(indexrelid) as definition from pg_index where indrelid = 'attribution_suffixes'::regclass`
+    expect(indexes.map(({ definition }) => definition).sort()).toEqual([
+      expect.stringMatching(/^CREATE INDEX .* USING hash \(tx_hash\) WHERE \(user_op_index = '-1'::integer\)$/),
+      expect.stringMatching(/^CREATE UNIQUE INDEX attribution_suffixes_block_pk .* USING btree \(chain_id, block_number, tx_hash, user_op_index\)$/),
+    ])
   })
 
   it('finds a transaction and a UserOperation by hash without scanning either table', async () => {
