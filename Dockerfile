@@ -50,6 +50,5 @@ EXPOSE 3000
 # ready = the API answers and PostgreSQL and Redis answer it (roles without the API have no /readyz: disable for them)
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# the daemon's V8 flags: bin/node-flags.mjs
-ENTRYPOINT ["node", "--max-semi-space-size=32", "bin/attribution.mjs"]
+ENTRYPOINT ["node", "bin/attribution.mjs"]
 CMD ["start"]

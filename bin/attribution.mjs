@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=32
+#!/usr/bin/env node
 // The `attribution` command (npm start, npm run migrate, the Docker image): runs the compiled
 // JavaScript in dist/ (bin/build.mjs, run by npm ci), which starts in a fraction of the time the
 // TypeScript sources take through tsx's loader.

@@ -9,7 +9,6 @@ import { FeatureMissing } from './bench.js'
 import { freePort } from '../../devnet/free-port.js'
 import { memoryOf, stopProcess, spawnTs } from './process.js'
 import { resultsDir } from './report.js'
-import { DAEMON_NODE_FLAGS } from '../../bin/node-flags.mjs'
 
 /**
  * Drives the indexer the way an operator runs it — `node bin/attribution.mjs
@@ -150,9 +149,7 @@ export async function startIndexerProcess(settings: IndexerSettings): Promise<In
     POLL_INTERVAL_MS: String(settings.pollIntervalMs),
     ...settings.env,
   }
-  // the flags `npm start` and the image run the daemon with (BENCH_DAEMON_NODE_FLAGS replaces them, to compare others)
-  const daemonFlags = process.env.BENCH_DAEMON_NODE_FLAGS?.split(' ').filter(Boolean) ?? DAEMON_NODE_FLAGS
-  const nodeArgs = [...daemonFlags, ...(settings.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${settings.cpuProfileDir}`] : [])]
+  const nodeArgs = settings.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${settings.cpuProfileDir}`] : []
   const logDir = `${resultsDir}logs/`
   mkdirSync(logDir, { recursive: true })
   const logPath = `${logDir}${settings.label}.log`
