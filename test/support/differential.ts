@@ -175,6 +175,13 @@ export function randomScanBatch(random: Random): { text: string; numbers: number
   return { text: withUnicodeEscapes(random, JSON.stringify(items)), numbers }
 }
 
+/** The values the indexer reads of a transaction (RawTransaction's), in the order the scanner gives them. */
+const READ_KEYS = ['hash', 'from', 'to', 'input', 'transactionIndex', 'blockNumber', 'blockHash']
+
+/** A candidate as the indexer holds it: its read values when each is a string (the scanner reads no more), else the whole transaction. */
+const readValues = (tx: Record<string, unknown>) =>
+  READ_KEYS.every((key) => typeof tx[key] === 'string') ? Object.fromEntries(READ_KEYS.map((key) => [key, tx[key]])) : tx
+
 /** What the indexer must end up with for a batch: JSON.parse and the same filter. */
 export function parsedBatch(text: string, numbers: readonly number[], entryPoints: ReadonlySet<string>): ScannedBlock[] {
   const items = JSON.parse(text) as Array<{ result: { number: string; hash: `0x${string}`; parentHash: `0x${string}`; timestamp: string; transactions: Array<Record<string, unknown>> } }>
@@ -187,7 +194,7 @@ export function parsedBatch(text: string, numbers: readonly number[], entryPoint
       parentHash: block.parentHash,
       timestamp: Number.parseInt(block.timestamp, 16),
       txCount: block.transactions.length,
-      candidates: block.transactions.filter((tx) => matchesFilter(tx, candidateFilter(entryPoints))) as unknown as ScannedBlock['candidates'],
+      candidates: block.transactions.filter((tx) => matchesFilter(tx, candidateFilter(entryPoints))).map(readValues) as unknown as ScannedBlock['candidates'],
     }
   })
 }

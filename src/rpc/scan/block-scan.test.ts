@@ -49,6 +49,12 @@ function block(number: number, transactions: Tx[], extra: Record<string, unknown
 
 const batch = (blocks: unknown[]) => JSON.stringify(blocks.map((result, id) => ({ jsonrpc: '2.0', id, result })))
 
+/** The values the indexer reads of a transaction (RawTransaction's). */
+const READ_KEYS = ['hash', 'from', 'to', 'input', 'transactionIndex', 'blockNumber', 'blockHash']
+
+/** A candidate as the scanner gives it: the read values when each is a string, else the transaction parsed whole. */
+const readOf = (t: Tx) => (READ_KEYS.every((key) => typeof t[key] === 'string') ? Object.fromEntries(READ_KEYS.map((key) => [key, t[key]])) : t)
+
 /** What the scanner must produce, computed the slow way from a full parse. */
 function expected(blocks: ReturnType<typeof block>[]) {
   return blocks.map((b) => ({
@@ -57,7 +63,7 @@ function expected(blocks: ReturnType<typeof block>[]) {
     parentHash: b.parentHash,
     timestamp: Number.parseInt(b.timestamp, 16),
     txCount: b.transactions.length,
-    candidates: b.transactions.filter((t) => (t.input as string).endsWith(MARKER_HEX) || entryPoints.has(t.to as string)),
+    candidates: b.transactions.filter((t) => (t.input as string).endsWith(MARKER_HEX) || entryPoints.has(t.to as string)).map(readOf),
   }))
 }
 
@@ -103,7 +109,7 @@ describe('scanBlockBatch', () => {
   }
 
   describe('findings of the differential fuzz against JSON.parse (issue 11)', () => {
-    /** What the caller ends up with: the scan, or on ScanFailed the full parse with the same filter. */
+    /** What the caller ends up with: the scan, or on ScanFailed the full parse with the same filter (its candidates' read values). */
     function read(text: string, numbers: number[]) {
       try {
         return scanBlockBatch(Buffer.from(text), numbers, filter)
@@ -116,7 +122,7 @@ describe('scanBlockBatch', () => {
           parentHash: b.parentHash,
           timestamp: Number.parseInt(b.timestamp, 16),
           txCount: b.transactions.length,
-          candidates: b.transactions.filter((t) => matchesFilter(t, filter)),
+          candidates: b.transactions.filter((t) => matchesFilter(t, filter)).map(readOf),
         }))
       }
     }
@@ -150,9 +156,20 @@ describe('scanBlockBatch', () => {
     })
 
     it('a candidate that does not parse is ScanFailed, never a SyntaxError out of the range', () => {
-      // a number JSON.parse refuses, inside a transaction the scanner picks up
-      const text = batch([block(1, [tx(0, `0x${MARKER_HEX}`)])]).replace('"nonce":"0x1"', '"nonce":01')
+      // a number JSON.parse refuses, inside a transaction the scanner parses whole (its `to` is null: not a string)
+      const text = batch([block(1, [tx(0, `0x${MARKER_HEX}`, null)])]).replace('"nonce":"0x1"', '"nonce":01')
       expect(() => scanBlockBatch(Buffer.from(text), [1], filter)).toThrow(ScanFailed)
+    })
+
+    it("a candidate's values are read without parsing the rest of it, as a non-candidate's are", () => {
+      // the scanner reads what it needs of the answer: a value no one reads is not checked, candidate or not
+      const text = batch([block(1, [tx(0, `0x${MARKER_HEX}`), tx(1, '0x')])]).replaceAll('"nonce":"0x1"', '"nonce":01')
+      expect(scanBlockBatch(Buffer.from(text), [1], filter)[0]!.candidates).toEqual([readOf(tx(0, `0x${MARKER_HEX}`))])
+    })
+
+    it('a candidate whose read value is not a string (a contract creation) is parsed whole, as the ordinary parse has it', () => {
+      const creation = tx(0, `0x${MARKER_HEX}`, null)
+      expect(scanBlockBatch(Buffer.from(batch([block(1, [creation])])), [1], filter)[0]!.candidates).toEqual([creation])
     })
 
     it('a transaction repeating its input key gives up (JSON.parse keeps the last)', () => {

@@ -1,6 +1,6 @@
 import type { Hex } from 'viem'
 import type { RawTransaction } from '../objects.js'
-import { checkScannable, closingQuote, isWhitespace, JSON_BYTES, parseBytes, ScanFailed, walkObject } from './bytes.js'
+import { checkScannable, closingQuote, isWhitespace, JSON_BYTES, parseBytes, ScanFailed, walkObject, word } from './bytes.js'
 
 export { ScanFailed }
 
@@ -13,14 +13,18 @@ export { ScanFailed }
  * to a string: a megabyte answer decoded is a megabyte string for the
  * garbage collector — and for each transaction looks only at two values, as
  * the caller's TransactionFilter says: how `input` ends and where `to`
- * points. Only the transactions that match are decoded and parsed.
+ * points. Of the transactions that match, only the values the indexer reads
+ * (RawTransaction's) are decoded, found by the same walk: on a dense chain
+ * half the transactions match, and parsing each whole made a string of
+ * every field of it (signature, gas, access list) for the collector.
  *
  * It relies on what JSON-RPC block objects are: ASCII hex strings, numbers,
  * booleans, arrays and objects, with no escapes inside strings. Anything it
  * does not recognise — a backslash anywhere (an escaped quote would end a
  * string early, `\u0069nput` would hide a key), a byte outside ASCII, an
  * error item, a null result, a key given twice, a candidate that does not
- * parse, another layout — makes it give up with ScanFailed, and the caller
+ * parse (one lacking a read value as a string is parsed whole: a null `to`),
+ * another layout — makes it give up with ScanFailed, and the caller
  * parses the response the ordinary way and applies the same filter
  * (matchesFilter). It never guesses, and never throws anything but
  * ScanFailed.
@@ -32,7 +36,7 @@ export type ScannedBlock<Candidate = RawTransaction> = {
   parentHash: Hex
   timestamp: number
   txCount: number
-  /** The transactions that match the filter, parsed (and reduced by the caller's `keep`: batches.ts). */
+  /** The transactions that match the filter, their RawTransaction values read (and reduced by the caller's `keep`: batches.ts). */
   candidates: Candidate[]
 }
 
@@ -94,15 +98,67 @@ function isListedBytes(body: Uint8Array, start: number, end: number, addresses: 
 const KEY_OTHER = 0
 const KEY_INPUT = 1
 const KEY_TO = 2
+const KEY_HASH = 3
+const KEY_FROM = 4
+const KEY_TRANSACTION_INDEX = 5
+const KEY_BLOCK_NUMBER = 6
+const KEY_BLOCK_HASH = 7
+/** The walk's scratch: two bounds per key kind, KEY_OTHER's unused. */
+const VALUES_LENGTH = 2 * (KEY_BLOCK_HASH + 1)
 
+const HASH = word('hash')
+const FROM = word('from')
+const TRANSACTION_INDEX = word('transactionIndex')
+const BLOCK_NUMBER = word('blockNumber')
+const BLOCK_HASH = word('blockHash')
+
+/** Whether the key at [start, start + key.length) is `key` (its length already compared). */
+function isKey(body: Uint8Array, start: number, key: Uint8Array): boolean {
+  for (let k = 0; k < key.length; k++) if (body[start + k] !== key[k]) return false
+  return true
+}
+
+/** The keys the walk reads: `input` and `to` to match every transaction, the rest to read a candidate's values. */
 const keyKind = (body: Uint8Array, start: number, length: number): number => {
-  if (length === 5) {
-    return body[start] === LOWER_I && body[start + 1] === 110 && body[start + 2] === 112 && body[start + 3] === 117 && body[start + 4] === LOWER_T
-      ? KEY_INPUT
-      : KEY_OTHER
+  switch (length) {
+    case 5:
+      return body[start] === LOWER_I && body[start + 1] === 110 && body[start + 2] === 112 && body[start + 3] === 117 && body[start + 4] === LOWER_T
+        ? KEY_INPUT
+        : KEY_OTHER
+    case 2:
+      return body[start] === LOWER_T && body[start + 1] === 111 ? KEY_TO : KEY_OTHER
+    case 4:
+      return isKey(body, start, HASH) ? KEY_HASH : isKey(body, start, FROM) ? KEY_FROM : KEY_OTHER
+    case 16:
+      return isKey(body, start, TRANSACTION_INDEX) ? KEY_TRANSACTION_INDEX : KEY_OTHER
+    case 11:
+      return isKey(body, start, BLOCK_NUMBER) ? KEY_BLOCK_NUMBER : KEY_OTHER
+    case 9:
+      return isKey(body, start, BLOCK_HASH) ? KEY_BLOCK_HASH : KEY_OTHER
+    default:
+      return KEY_OTHER
   }
-  if (length === 2 && body[start] === LOWER_T && body[start + 1] === 111) return KEY_TO
-  return KEY_OTHER
+}
+
+/**
+ * A matching transaction's RawTransaction values, from the bounds its walk
+ * found: each a string, as JSON.parse would read it (no escapes, ASCII:
+ * checkScannable). A transaction lacking one as a string (a contract
+ * creation's null `to`, or a node's odd answer) is parsed whole instead,
+ * so that it means exactly what the ordinary parse would make of it.
+ */
+function candidateOf(body: Buffer, start: number, end: number, values: Int32Array): RawTransaction {
+  for (let kind = KEY_INPUT; kind <= KEY_BLOCK_HASH; kind++) if (values[2 * kind]! < 0) return parseBytes(body, start, end, 'a candidate transaction') as RawTransaction
+  const text = (kind: number) => body.toString('latin1', values[2 * kind]!, values[2 * kind + 1]!)
+  return {
+    hash: text(KEY_HASH) as Hex,
+    from: text(KEY_FROM) as Hex,
+    to: text(KEY_TO) as Hex,
+    input: text(KEY_INPUT) as Hex,
+    transactionIndex: text(KEY_TRANSACTION_INDEX) as Hex,
+    blockNumber: text(KEY_BLOCK_NUMBER) as Hex,
+    blockHash: text(KEY_BLOCK_HASH) as Hex,
+  }
 }
 
 /**
@@ -174,7 +230,7 @@ function headerOf(body: Buffer, blockStart: number, arrayStart: number, arrayEnd
 export function scanBlockBatch(body: Buffer, numbers: readonly number[], filter: TransactionFilter): ScannedBlock[] {
   checkScannable(body)
   const bytes = byteFilterOf(filter)
-  const values = new Int32Array(6)
+  const values = new Int32Array(VALUES_LENGTH)
   const byNumber = new Map<number, ScannedBlock>()
   let from = 0
   for (;;) {
@@ -192,7 +248,7 @@ export function scanBlockBatch(body: Buffer, numbers: readonly number[], filter:
       if (c !== OPEN_BRACE) throw new ScanFailed('transactions hold something other than objects (hashes only?)')
       const scanned = scanTransaction(body, i, bytes, values)
       const end = Math.abs(scanned)
-      if (scanned < 0) candidates.push(parseBytes(body, i, end, 'a candidate transaction') as RawTransaction)
+      if (scanned < 0) candidates.push(candidateOf(body, i, end, values))
       txCount++
       i = end
     }
