@@ -179,7 +179,7 @@ export function randomScanBatch(random: Random): { text: string; numbers: number
 const READ_KEYS = ['hash', 'from', 'to', 'input', 'transactionIndex', 'blockNumber', 'blockHash']
 
 /** A candidate as the indexer holds it: its read values when each is a string (the scanner reads no more), else the whole transaction. */
-const readValues = (tx: Record<string, unknown>) =>
+export const readValues = (tx: Record<string, unknown>) =>
   READ_KEYS.every((key) => typeof tx[key] === 'string') ? Object.fromEntries(READ_KEYS.map((key) => [key, tx[key]])) : tx
 
 /** What the indexer must end up with for a batch: JSON.parse and the same filter. */

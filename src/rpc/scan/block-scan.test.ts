@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { MARKER_HEX } from '../../attribution/marker.js'
+import { readValues } from '../../../test/support/differential.js'
 import { matchesFilter, scanBlockBatch, ScanFailed } from './block-scan.js'
 
 const entryPoint = '0x0000000071727de22e5e9d8baf0edac6f37da032'
@@ -49,12 +50,6 @@ function block(number: number, transactions: Tx[], extra: Record<string, unknown
 
 const batch = (blocks: unknown[]) => JSON.stringify(blocks.map((result, id) => ({ jsonrpc: '2.0', id, result })))
 
-/** The values the indexer reads of a transaction (RawTransaction's). */
-const READ_KEYS = ['hash', 'from', 'to', 'input', 'transactionIndex', 'blockNumber', 'blockHash']
-
-/** A candidate as the scanner gives it: the read values when each is a string, else the transaction parsed whole. */
-const readOf = (t: Tx) => (READ_KEYS.every((key) => typeof t[key] === 'string') ? Object.fromEntries(READ_KEYS.map((key) => [key, t[key]])) : t)
-
 /** What the scanner must produce, computed the slow way from a full parse. */
 function expected(blocks: ReturnType<typeof block>[]) {
   return blocks.map((b) => ({
@@ -63,7 +58,7 @@ function expected(blocks: ReturnType<typeof block>[]) {
     parentHash: b.parentHash,
     timestamp: Number.parseInt(b.timestamp, 16),
     txCount: b.transactions.length,
-    candidates: b.transactions.filter((t) => (t.input as string).endsWith(MARKER_HEX) || entryPoints.has(t.to as string)).map(readOf),
+    candidates: b.transactions.filter((t) => (t.input as string).endsWith(MARKER_HEX) || entryPoints.has(t.to as string)).map(readValues),
   }))
 }
 
@@ -122,7 +117,7 @@ describe('scanBlockBatch', () => {
           parentHash: b.parentHash,
           timestamp: Number.parseInt(b.timestamp, 16),
           txCount: b.transactions.length,
-          candidates: b.transactions.filter((t) => matchesFilter(t, filter)).map(readOf),
+          candidates: b.transactions.filter((t) => matchesFilter(t, filter)).map(readValues),
         }))
       }
     }
@@ -164,7 +159,7 @@ describe('scanBlockBatch', () => {
     it("a candidate's values are read without parsing the rest of it, as a non-candidate's are", () => {
       // the scanner reads what it needs of the answer: a value no one reads is not checked, candidate or not
       const text = batch([block(1, [tx(0, `0x${MARKER_HEX}`), tx(1, '0x')])]).replaceAll('"nonce":"0x1"', '"nonce":01')
-      expect(scanBlockBatch(Buffer.from(text), [1], filter)[0]!.candidates).toEqual([readOf(tx(0, `0x${MARKER_HEX}`))])
+      expect(scanBlockBatch(Buffer.from(text), [1], filter)[0]!.candidates).toEqual([readValues(tx(0, `0x${MARKER_HEX}`))])
     })
 
     it('a candidate whose read value is not a string (a contract creation) is parsed whole, as the ordinary parse has it', () => {

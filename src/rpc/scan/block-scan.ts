@@ -1,6 +1,6 @@
 import type { Hex } from 'viem'
 import type { RawTransaction } from '../objects.js'
-import { checkScannable, closingQuote, isWhitespace, JSON_BYTES, parseBytes, ScanFailed, walkObject, word } from './bytes.js'
+import { checkScannable, closingQuote, isWhitespace, isWordAt, JSON_BYTES, parseBytes, ScanFailed, walkObject, word } from './bytes.js'
 
 export { ScanFailed }
 
@@ -112,12 +112,6 @@ const TRANSACTION_INDEX = word('transactionIndex')
 const BLOCK_NUMBER = word('blockNumber')
 const BLOCK_HASH = word('blockHash')
 
-/** Whether the key at [start, start + key.length) is `key` (its length already compared). */
-function isKey(body: Uint8Array, start: number, key: Uint8Array): boolean {
-  for (let k = 0; k < key.length; k++) if (body[start + k] !== key[k]) return false
-  return true
-}
-
 /** The keys the walk reads: `input` and `to` to match every transaction, the rest to read a candidate's values. */
 const keyKind = (body: Uint8Array, start: number, length: number): number => {
   switch (length) {
@@ -128,13 +122,13 @@ const keyKind = (body: Uint8Array, start: number, length: number): number => {
     case 2:
       return body[start] === LOWER_T && body[start + 1] === 111 ? KEY_TO : KEY_OTHER
     case 4:
-      return isKey(body, start, HASH) ? KEY_HASH : isKey(body, start, FROM) ? KEY_FROM : KEY_OTHER
+      return isWordAt(body, start, length, HASH) ? KEY_HASH : isWordAt(body, start, length, FROM) ? KEY_FROM : KEY_OTHER
     case 16:
-      return isKey(body, start, TRANSACTION_INDEX) ? KEY_TRANSACTION_INDEX : KEY_OTHER
+      return isWordAt(body, start, length, TRANSACTION_INDEX) ? KEY_TRANSACTION_INDEX : KEY_OTHER
     case 11:
-      return isKey(body, start, BLOCK_NUMBER) ? KEY_BLOCK_NUMBER : KEY_OTHER
+      return isWordAt(body, start, length, BLOCK_NUMBER) ? KEY_BLOCK_NUMBER : KEY_OTHER
     case 9:
-      return isKey(body, start, BLOCK_HASH) ? KEY_BLOCK_HASH : KEY_OTHER
+      return isWordAt(body, start, length, BLOCK_HASH) ? KEY_BLOCK_HASH : KEY_OTHER
     default:
       return KEY_OTHER
   }

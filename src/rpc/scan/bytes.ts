@@ -47,6 +47,13 @@ export function isWhitespace(code: number | undefined): boolean {
 /** A word (a key) as bytes, to compare against the answer's. */
 export const word = (text: string) => Buffer.from(text, 'latin1')
 
+/** Whether the `length` bytes at `start` are `word`'s. */
+export function isWordAt(body: Uint8Array, start: number, length: number, word: Uint8Array): boolean {
+  if (length !== word.length) return false
+  for (let k = 0; k < length; k++) if (body[start + k] !== word[k]) return false
+  return true
+}
+
 /** ScanFailed unless the whole answer is what every scanner relies on: no escape, ASCII only. */
 export function checkScannable(body: Buffer): void {
   // two native passes over the bytes: an escape anywhere means strings may hold quotes or hide keys

@@ -1,7 +1,7 @@
 import type { Hex } from 'viem'
 import type { LogFilter, RawReceipt } from '../objects.js'
 import { scanBatch } from './answer-scan.js'
-import { JSON_BYTES, ScanFailed, walkObject, word } from './bytes.js'
+import { isWordAt, JSON_BYTES, ScanFailed, walkObject, word } from './bytes.js'
 import type { Cursor } from './json-cursor.js'
 import { readReceipt } from './receipt-read.js'
 
@@ -74,15 +74,9 @@ const KEY_OTHER = 0
 const KEY_TRANSACTION_HASH = 1
 const KEY_BLOCK_HASH = 2
 
-function sameBytes(body: Buffer, start: number, length: number, word: Buffer): boolean {
-  if (length !== word.length) return false
-  for (let k = 0; k < length; k++) if (body[start + k] !== word[k]) return false
-  return true
-}
-
 const keyKind = (body: Buffer, start: number, length: number): number => {
-  if (sameBytes(body, start, length, TRANSACTION_HASH)) return KEY_TRANSACTION_HASH
-  if (sameBytes(body, start, length, BLOCK_HASH)) return KEY_BLOCK_HASH
+  if (isWordAt(body, start, length, TRANSACTION_HASH)) return KEY_TRANSACTION_HASH
+  if (isWordAt(body, start, length, BLOCK_HASH)) return KEY_BLOCK_HASH
   return KEY_OTHER
 }
 
