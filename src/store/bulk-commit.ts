@@ -7,11 +7,12 @@ import { arrayLiteral, attributionInsert, suffixInsert, type AttributionRow } fr
 import { HOUR_MS, HOURLY_TOTALS_DAYS } from './buckets.js'
 import { BLOCK_CONFLICT_SQL, blocksInsert, malformedInsert, rangeFlipCtes, recordsOf, type CommitOutcome, type RangeResult } from './commit.js'
 import { ATTRIBUTION_EVENTS_CHANNEL } from './events.js'
-import { createEveryChainMemory, forgetEveryChainState, writesEveryChain, type EveryChainMemory } from './every-chain.js'
+import { chainScopes, createEveryChainMemory, forgetEveryChainState, writesEveryChain, type EveryChainMemory } from './every-chain.js'
 import { createFinalMembers, type BatchMembers, type FinalMembers } from './final-members.js'
 import { createFolder, type FoldContext, type FoldedAggregates, type WindowBound } from './fold.js'
 import { FINAL_REFS, holdRefsWritersAlone } from './final-refs.js'
 import { chainSendersReadFrom } from './rolling-windows.js'
+import { CHAIN_SCOPE_KEY, CODE_SCOPE_KEY, scopedDistinctCtes } from './scope-refs.js'
 
 /**
  * The bulk path of the commit (issue 40): ranges wholly at or below the
@@ -139,7 +140,7 @@ async function commitInTransaction(
   if (!(scope as Array<{ ok: boolean }>)[0]?.ok) throw new ScopeMoved()
   const windows = current as FoldContext
   const written = sameContext(windows, context) ? prepared : await prepareAggregates(results, windows, finalMembers)
-  await settledInOrder([writeAggregates(tx, written.literals), rows && copyRows(tx, rows)])
+  await settledInOrder([writeAggregates(tx, written.literals, written.context.everyChain), rows && copyRows(tx, rows)])
   return written
 }
 
@@ -244,7 +245,7 @@ function folded(tx: Tx, columns: ColumnLiterals, types: ReadonlyArray<[name: str
  * One statement writing every folded aggregate, each upsert in key order
  * (as aggregates.ts does) so commits sharing rows lock them in one order.
  */
-function writeAggregates(tx: Tx, aggregates: Literals) {
+function writeAggregates(tx: Tx, aggregates: Literals, everyChain: boolean) {
   return tx`
     with ${scopeSetsCte(tx, aggregates.scopeSets)},
     ${codeTotals(tx, 'code_daily_totals', 'day', 'date', aggregates.codeDaily)},
@@ -253,8 +254,8 @@ function writeAggregates(tx: Tx, aggregates: Literals) {
     ${chainTotals(tx, 'chain_hourly_totals', 'hour', 'timestamptz', aggregates.chainHourly)},
     ${refsCtes(tx, CODE_SENDERS, aggregates.codeSenderRefs)},
     ${refsCtes(tx, WINDOW_SENDERS, aggregates.windowSenderRefs)},
-    ${refsCtes(tx, WINDOW_CODE_SENDERS, aggregates.windowCodeSenderRefs)},
     ${chainSenderCtes(tx, aggregates.chainSenders)},
+    ${movingWindowCtes(tx, everyChain)},
     ${codeWindowTotals(tx, aggregates.codeWindows)},
     ${eventCtes(tx, aggregates.events)}
     -- a CTE without data-modifying statements runs only if read: the notifications must be
@@ -339,13 +340,6 @@ const WINDOW_SENDERS: RefsTable = {
   keys: [['window_name', 'text'], ['sender', 'text']],
   counts: 'sender_window_counts',
   groups: [['window_name', 'o.window_name'], ['scope', 's.key::int']],
-}
-const WINDOW_CODE_SENDERS: RefsTable = {
-  name: 'window_code_senders',
-  refs: 'window_code_sender_refs',
-  keys: [['window_name', 'text'], ['code', 'text'], ['sender', 'text']],
-  counts: 'code_sender_window_counts',
-  groups: [['window_name', 'o.window_name'], ['code', 'o.code'], ...CODE_SCOPE_GROUPS],
 }
 
 /** The batch's scope sets (fold.ts) as a relation `(scopes jsonb, id)`: each set's JSON parsed once. */
@@ -437,6 +431,60 @@ function chainSenderCtes(tx: Tx, columns: ColumnLiterals) {
       where t.ctid = o.tid
       returning 1
     )`
+}
+
+/**
+ * The windows that move (every bounded sender and code-sender window) hold,
+ * per member and scope, the sum of the day members behind it, as the tip
+ * path's do: a move takes out the days it leaves by their members
+ * (rolling-windows.ts). So a day member this statement makes final in a
+ * scope — new, or holding less than FINAL_REFS there before — adds
+ * FINAL_REFS to each such window holding its day, once per day. (Presence
+ * once per window, as the all-time window keeps it, would be taken out
+ * whole with the first day the window leaves.) Read from the members the
+ * statement looked up (`code_senders_old`, `chain_senders_old`); the
+ * windows are locked FOR SHARE earlier in the transaction (foldContext).
+ */
+function movingWindowCtes(tx: Tx, everyChain: boolean) {
+  const inWindow = tx.unsafe(`(o.day::timestamp at time zone 'UTC') >= w.from_at and (o.day::timestamp at time zone 'UTC') < w.until_at`)
+  return tx`
+    moving_windows as (select name, subject, from_at, until_at from window_bounds where ready and from_at <> '-infinity'),
+    moving_code_sender_deltas as (
+      select w.name as window_name, o.code, split_part(s.key, '|', 1) as registry, split_part(s.key, '|', 2)::int as chain_id, o.sender,
+        count(*) * ${finalRefs(tx)} as delta
+      from code_senders_old o
+      join scope_sets ss on ss.id = o.scope_set
+      cross join lateral jsonb_object_keys(ss.scopes) as s(key)
+      join moving_windows w on w.subject = 'code-sender' and ${inWindow}
+      where coalesce((o.old ->> s.key)::bigint, 0) < ${finalRefs(tx)}
+      group by 1, 2, 3, 4, 5
+    ),
+    ${scopedDistinctCtes(tx, {
+      name: 'moving_code_senders',
+      deltas: 'moving_code_sender_deltas',
+      refs: 'window_code_sender_refs',
+      rowKeys: ['window_name', 'code', 'sender'],
+      scopeKey: CODE_SCOPE_KEY,
+      counts: 'code_sender_window_counts',
+      groupKeys: ['window_name', 'code', 'registry', 'chain_id'],
+    })},
+    moving_sender_deltas as (
+      select w.name as window_name, s.scope, o.sender, count(*) * ${finalRefs(tx)} as delta
+      from chain_senders_old o
+      cross join lateral ${chainScopes(tx, 'o.chain_id', everyChain)}
+      join moving_windows w on w.subject = 'sender' and ${inWindow}
+      where o.old is null or o.old < ${finalRefs(tx)}
+      group by 1, 2, 3
+    ),
+    ${scopedDistinctCtes(tx, {
+      name: 'moving_senders',
+      deltas: 'moving_sender_deltas',
+      refs: 'window_sender_refs',
+      rowKeys: ['window_name', 'sender'],
+      scopeKey: CHAIN_SCOPE_KEY,
+      counts: 'sender_window_counts',
+      groupKeys: ['window_name', 'scope'],
+    })}`
 }
 
 function codeWindowTotals(tx: Tx, windows: ColumnLiterals) {

@@ -24,9 +24,10 @@ type Columns = Record<string, unknown[]>
  *   the every-chain scope kept or dropped) is asked again;
  * - a final member never leaves a day (a final row is never removed; a tip
  *   rollback takes out only its own counts, final-refs.ts);
- * - it does leave a window that moves past its rows: a window's members
- *   are remembered with the bounds they were made final under, and
- *   forgotten when the window is seen with others.
+ * - a window's members are those of the all-time windows alone (the
+ *   others take theirs from the day members, fold.ts neverMoves), kept with
+ *   the bounds they were made final under and forgotten when the window is
+ *   seen with others.
  * A member made final by another process is not known here and is looked
  * up as before.
  *

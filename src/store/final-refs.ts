@@ -13,8 +13,11 @@ type Sql = postgres.Sql | postgres.TransactionSql | postgres.ReservedSql
  * in (a first-seen set kept in the same rows), and a member already final
  * there costs a read, not a write. A tip commit or rollback then moves the
  * value by its own rows, never below FINAL_REFS: the member stays counted
- * while a final row holds it, and every read (`> 0`) and window move (sums,
- * taken out as they were added) works on the same tables unchanged.
+ * while a final row holds it, and every read (`> 0`) works on the same
+ * tables unchanged. A window that moves is taken out the days it leaves by
+ * their members, so it holds their sum instead: a day member made final
+ * adds FINAL_REFS to it once per day (bulk-commit.ts movingWindowCtes); only
+ * the all-time windows, which never move, hold presence.
  *
  * FINAL_REFS is far above any count of tip rows (2^40), so "already final
  * there" is `value >= FINAL_REFS`, and a bigint holds it summed over

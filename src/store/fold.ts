@@ -36,6 +36,15 @@ export type FoldContext = {
   chainSendersFromMs: number
 }
 
+/**
+ * A window whose start never moves (all time). Final rows put a sender in
+ * it once, as presence (final-refs.ts); a window that moves is taken out
+ * the days it leaves, so it holds, per member, the sum of the day members
+ * behind it (the chain's senders of the day, a code's senders of the day)
+ * and a final day member adds FINAL_REFS to it once per day (bulk-commit.ts).
+ */
+export const neverMoves = (window: WindowBound) => window.fromMs === -Infinity
+
 /** Rows of one table to upsert, one array per column (named as the table's columns). */
 export type Columns = Record<string, unknown[]>
 
@@ -54,10 +63,12 @@ export type FoldedAggregates = {
   codeSenderRefs: Columns
   chainSenders: Columns
   codeWindows: Columns
-  /** Per (window, sender), scopes (a chain, or 0) in `scope_set`. */
+  /**
+   * Per (window, sender) of the sender windows that never move (all time),
+   * scopes (a chain, or 0) in `scope_set`. The windows that move take their
+   * members from the day members the statement makes final (bulk-commit.ts).
+   */
   windowSenderRefs: Columns
-  /** Per (window, code, sender), scopes as codeSenderRefs'. */
-  windowCodeSenderRefs: Columns
   /** One stream event per range and code. */
   events: Columns
 }
@@ -127,9 +138,7 @@ type CodeSlot = {
   hourly: Tree<CodeTotals> | undefined
   fromBlock: number
   event: { toBlock: number; attributions: number }
-  /** Per code-sender window (byDay), the window's senders of this code. */
-  codeSenderWindows: Array<Tree<Scopes>>
-  /** Per window of `byHour` (code windows only), the totals on this chain and in the every-chain scope. */
+  /** Per code window (`codeWindowBounds`), the totals on this chain and in the every-chain scope. */
   windowTotals: Array<WindowTotals | undefined>
   everyChainWindowTotals: Array<WindowTotals | undefined>
 }
@@ -164,13 +173,12 @@ export function createFolder(context: FoldContext, { knownFinal = KNOWS_NONE }: 
   const chainSenders: Tree<Tree<Tree<number>>> = new Map() // chain, day, sender
   const codeWindows: Tree<Tree<Tree<Tree<WindowTotals>>>> = new Map() // window, scope, code, registry
   const windowSenders: Tree<Tree<Scopes>> = new Map() // window, sender
-  const windowCodeSenders: Tree<Tree<Tree<Scopes>>> = new Map() // window, code, sender
   const events: Tree<Tree<Tree<Tree<{ toBlock: number; attributions: number }>>>> = new Map() // chain, from, code, registry
   const scopeSets: Tree<Tree<ScopeSet>> = new Map()
   const windowScopeSets: Tree<ScopeSet> = new Map()
   const sets = createScopeSets()
-  const byHour = context.windows.filter((w) => w.subject !== 'code-sender')
-  const byDay = context.windows.filter((w) => w.subject === 'code-sender')
+  const codeWindowBounds = context.windows.filter((w) => w.subject === 'code')
+  const openSenderWindows = context.windows.filter((w) => w.subject === 'sender' && neverMoves(w))
 
   let record: StoredRecord | undefined
   let buckets: RecordBuckets = { day: '', dayMs: 0, hour: undefined, hourMs: 0 }
@@ -211,9 +219,8 @@ export function createFolder(context: FoldContext, { knownFinal = KNOWS_NONE }: 
         hourly: undefined,
         fromBlock: Number.NaN,
         event: undefined!,
-        codeSenderWindows: byDay.map((w) => branch(branch(windowCodeSenders, w.name, newTree), code, newTree)),
-        windowTotals: byHour.map(() => undefined),
-        everyChainWindowTotals: byHour.map(() => undefined),
+        windowTotals: codeWindowBounds.map(() => undefined),
+        everyChainWindowTotals: codeWindowBounds.map(() => undefined),
       }
       byRegistry.set(registry, slot)
     }
@@ -239,7 +246,7 @@ export function createFolder(context: FoldContext, { knownFinal = KNOWS_NONE }: 
     const totals = held[index]
     if (totals !== undefined) return totals
     const scope = everyChain ? EVERY_CHAIN : slot.chainId
-    return (held[index] = branch(branch(branch(branch(codeWindows, byHour[index]!.name, newTree), scope, newTree), code, newTree), registry, newWindowTotals))
+    return (held[index] = branch(branch(branch(branch(codeWindows, codeWindowBounds[index]!.name, newTree), scope, newTree), code, newTree), registry, newWindowTotals))
   }
 
   function add(job: RangeJob, rows: readonly AttributionRow[]) {
@@ -254,7 +261,7 @@ export function createFolder(context: FoldContext, { knownFinal = KNOWS_NONE }: 
         // a block's records share its time: its buckets are made once (two dates and their text)
         if (record.blockTimestamp !== bucketsSeconds) buckets = bucketsOf((bucketsSeconds = record.blockTimestamp), context.firstKeptHourMs)
       }
-      const { dayMs, hourMs } = buckets
+      const { hourMs } = buckets
       const rec = record!
       const success = rec.status === 'success'
       const chain = chainSlotFor(chainId)
@@ -267,23 +274,18 @@ export function createFolder(context: FoldContext, { knownFinal = KNOWS_NONE }: 
 
       // a code's sender counts in its registry and in any ('*'), on its chain and (when kept) every chain
       addScopes(slot.senders, rec.sender, slot.scopes)
-      for (let i = 0; i < byDay.length; i++) {
-        const w = byDay[i]!
-        if (dayMs >= w.fromMs && dayMs < w.untilMs) addScopes(slot.codeSenderWindows[i]!, rec.sender, slot.scopes)
-      }
       // presence only (final-refs.ts): the count would be written nowhere; a sender this process already made final
       // in these scopes is not asked again (final-members.ts); none on a day no window reads them of
       const daySenders = chain.senders
       if (daySenders !== undefined && !daySenders.has(rec.sender) && !knownFinal.chainSender(chainId, buckets.day, rec.sender)) daySenders.set(rec.sender, 1)
 
-      for (let i = 0; i < byHour.length; i++) {
-        const w = byHour[i]!
+      for (const w of openSenderWindows) {
+        const scopes = (chain.windowScopes ??= chainScopeSet(sets, windowScopeSets, String(chainId), context.everyChain))
+        if (!knownFinal.windowSender(w, rec.sender, scopes.text)) addScopes(branch(windowSenders, w.name, newTree), rec.sender, scopes)
+      }
+      for (let i = 0; i < codeWindowBounds.length; i++) {
+        const w = codeWindowBounds[i]!
         if (hourMs < w.fromMs || hourMs >= w.untilMs) continue
-        if (w.subject === 'sender') {
-          const scopes = (chain.windowScopes ??= chainScopeSet(sets, windowScopeSets, String(chainId), context.everyChain))
-          if (!knownFinal.windowSender(w, rec.sender, scopes.text)) addScopes(branch(windowSenders, w.name, newTree), rec.sender, scopes)
-          continue
-        }
         addWindowTotals(windowTotalsOf(slot, code, registry, i, false), rec, success)
         if (context.everyChain) addWindowTotals(windowTotalsOf(slot, code, registry, i, true), rec, success)
       }
@@ -306,7 +308,6 @@ export function createFolder(context: FoldContext, { knownFinal = KNOWS_NONE }: 
       totals.reverted,
     ]),
     windowSenderRefs: columnsOf(windowSenders, 2, ['window_name', 'sender'], ['scope_set'], setOf),
-    windowCodeSenderRefs: columnsOf(windowCodeSenders, 3, ['window_name', 'code', 'sender'], ['scope_set'], setOf),
     events: columnsOf(events, 4, ['chain_id', 'from_block', 'code', 'registry'], ['to_block', 'attributions'], (event: { toBlock: number; attributions: number }) => [
       event.toBlock,
       event.attributions,

@@ -218,6 +218,19 @@ describe('bulk commit of finalized ranges', () => {
     await expectSameTables(bulk, tip)
   })
 
+  it('moves its windows past one day of those it wrote, the senders of the days still in them kept', async () => {
+    // 4 days on, the 7-day windows leave the day 3 days ago and keep the last hour's day; 28 days on, the 30-day
+    // windows (a chain's senders, a code's senders) do: a sender on both days stays counted
+    for (const days of [4, 28]) {
+      const later = new Date((NOW_S + days * DAY_S) * 1000)
+      for (const database of [tip, bulk]) await createRollingWindows(database.db.$client).ensureCurrent(later)
+      await expectSameTables(bulk, tip)
+      const [counted] = await bulk.db.$client<{ windows: number }[]>`
+        select count(distinct window_name)::int as windows from sender_window_counts where window_name <> 'senders:all' and senders > 0`
+      expect(counted!.windows, `${days} days on`).toBe(days === 4 ? 2 : 1)
+    }
+  })
+
   it('moves its windows past the days it wrote as the tip path moves them', async () => {
     // 35 days on, every bounded sender window leaves the days it held, taken out by the chain senders kept of them
     const later = new Date((NOW_S + 35 * DAY_S) * 1000)
