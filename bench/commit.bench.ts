@@ -153,8 +153,8 @@ async function insertRowsAlone(sql: import('postgres').Sql, results: readonly Ra
   const rows = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: rows }))
   const records = results.map(({ job, rows }) => ({ chainId: job.chainId, sources: recordsOf(rows) }))
   await sql.begin(async (tx) => {
-    await copyInto(tx, 'attributions', attributionInsert.names, attributionInsert.copyText(rows))
-    await copyInto(tx, 'attribution_suffixes', suffixInsert.names, suffixInsert.copyText(records))
+    await copyInto(tx, 'attributions', attributionInsert.names, [attributionInsert.copyText(rows)])
+    await copyInto(tx, 'attribution_suffixes', suffixInsert.names, [suffixInsert.copyText(records)])
   })
 }
 

@@ -196,19 +196,6 @@ function copyField(value: unknown): string {
   return text.replaceAll('\\', '\\\\').replaceAll('\t', '\\t').replaceAll('\n', '\\n').replaceAll('\r', '\\r')
 }
 
-/**
- * The same text as one flat string. Made by `+=`, a COPY text is a rope
- * — two dozen nodes of 32 bytes a row, each field's text apart — about
- * twice its own bytes on a dense batch, and a bulk commit holds it while it
- * waits for its turn (on the dense bench ~50 MB of the commit thread's live
- * heap). V8 flattens a rope in place the first time a character of it is
- * read; its nodes are then garbage, young enough to be cheap.
- */
-function flattened(text: string): string {
-  text.charCodeAt(0)
-  return text
-}
-
 function unnestInsert<Source>(table: Parameters<typeof getTableColumns>[0], columns: Record<string, Column<Source, unknown>>): UnnestInsert<Source> {
   const ordered = sqlColumns(table, columns as AnyColumns)
   return {
@@ -234,14 +221,19 @@ function unnestInsert<Source>(table: Parameters<typeof getTableColumns>[0], colu
         const { value, element } = columns[key]!
         return element ?? value
       })
-      let text = ''
+      // joined, not appended: `+=` makes a rope of two dozen 32-byte nodes a row (the commit thread's largest
+      // garbage on a dense chain, bench/LOG.md), flattened again by a copy when first read; a join writes one
+      // flat string from the parts
+      const lines: string[] = []
+      const line = new Array<string>(fields.length)
       for (const { chainId, sources } of groups)
         for (const source of sources) {
-          let line = copyField(fields[0]!(source, chainId))
-          for (let i = 1; i < fields.length; i++) line += `\t${copyField(fields[i]!(source, chainId))}`
-          text += `${line}\n`
+          for (let i = 0; i < fields.length; i++) line[i] = copyField(fields[i]!(source, chainId))
+          lines.push(line.join('\t'))
         }
-      return flattened(text)
+      // every line ends with a newline, the last one too
+      if (lines.length > 0) lines.push('')
+      return lines.join('\n')
     },
   }
 }

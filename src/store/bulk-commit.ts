@@ -172,19 +172,20 @@ function storeBlocksAndMalformed(tx: Tx, results: readonly RangeResult[]) {
   return results.some(({ malformed }) => malformed.length > 0) ? [blocks, tx`${malformedInsert(tx, results)} on conflict do nothing`] : [blocks]
 }
 
-type CopyTexts = { attributions: string; suffixes: string }
+/** COPY text in pieces, sent one after another: never concatenated into one string (a copy of every byte, and a rope until then). */
+type CopyTexts = { attributions: string[]; suffixes: string[] }
 
 /** The batch's attribution and suffix rows as COPY text, made in pieces (inPieces); undefined when it has none. */
 async function copyTexts(results: readonly RangeResult[]): Promise<CopyTexts | undefined> {
   if (results.every(({ rows }) => rows.length === 0)) return undefined
-  let attributions = ''
-  let suffixes = ''
+  const attributions: string[] = []
+  const suffixes: string[] = []
   let previousRecord: StoredRecord | undefined
   await inPieces(results, ({ job }, rows) => {
-    attributions += attributionInsert.copyText([{ chainId: job.chainId, sources: rows }])
+    attributions.push(attributionInsert.copyText([{ chainId: job.chainId, sources: rows }]))
     // a record whose rows a piece's end splits: its suffix goes with the piece holding its first row
     const records = recordsOf(rows)
-    suffixes += suffixInsert.copyText([{ chainId: job.chainId, sources: records[0] === previousRecord ? records.slice(1) : records }])
+    suffixes.push(suffixInsert.copyText([{ chainId: job.chainId, sources: records[0] === previousRecord ? records.slice(1) : records }]))
     previousRecord = rows.at(-1)?.record
   })
   return { attributions, suffixes }
@@ -196,11 +197,11 @@ async function copyRows(tx: Tx, texts: CopyTexts) {
   await copyInto(tx, 'attribution_suffixes', suffixInsert.names, texts.suffixes)
 }
 
-/** COPY text into a table in the caller's transaction: the bulk path's rows, and the commit bench's floor. */
-export async function copyInto(tx: Tx, table: string, columns: readonly string[], text: string) {
+/** COPY text (its pieces in order) into a table in the caller's transaction: the bulk path's rows, and the commit bench's floor. */
+export async function copyInto(tx: Tx, table: string, columns: readonly string[], pieces: readonly string[]) {
   // table and column names are the schema's constants, never input
   const writable = await tx.unsafe(`copy ${table} (${columns.map((name) => `"${name}"`).join(', ')}) from stdin`).writable()
-  await pipeline(Readable.from([text]), writable)
+  await pipeline(Readable.from(pieces.filter((piece) => piece.length > 0)), writable)
 }
 
 /** The ready windows (inside the commit locked FOR SHARE, as the tip path locks them) and the first hour kept, by the database's clock. */
