@@ -148,11 +148,15 @@ export async function indexedThrough(sql: Sql, chainId: number): Promise<number 
   return row?.through == null ? undefined : Number(row.through)
 }
 
-/** The checkpoint of the chain `chainId` (an SQL expression): below the first pending range, or the last range's end. */
+/**
+ * The checkpoint of the chain `chainId` (an SQL expression): below the first
+ * pending range, or the last range's end — the last by the key (ranges never
+ * overlap): `max(to_block)` read every range of the chain.
+ */
 export function checkpointOf(sql: Sql, chainId: ReturnType<Sql>) {
   return sql`coalesce(
     (select min(from_block) - 1 from ranges r where r.chain_id = ${chainId} and r.status = 'pending'),
-    (select max(to_block) from ranges r where r.chain_id = ${chainId})
+    (select to_block from ranges r where r.chain_id = ${chainId} order by from_block desc limit 1)
   )`
 }
 
@@ -202,10 +206,10 @@ export async function stuckRanges(sql: Sql, minAttempts: number, limit = 20): Pr
   }))
 }
 
-/** The highest range boundary at or below `block`: rollbacks cut the index only at range edges. */
+/** The highest range boundary at or below `block`: rollbacks cut the index only at range edges. Read backwards by the key (ranges never overlap). */
 export async function rangeBoundaryAtOrBelow(sql: Sql, chainId: number, block: number, floor: number): Promise<number> {
   const [row] = await sql<{ to_block: string }[]>`
-    select to_block from ranges where chain_id = ${chainId} and to_block <= ${block} order by to_block desc limit 1`
+    select to_block from ranges where chain_id = ${chainId} and to_block <= ${block} order by from_block desc limit 1`
   return row ? Number(row.to_block) : floor
 }
 

@@ -68,6 +68,8 @@ export const ranges = pgTable(
   (t) => [
     primaryKey({ columns: [t.chainId, t.fromBlock] }),
     index('ranges_pending_idx').on(t.chainId, t.fromBlock).where(sql`${t.status} = 'pending'`),
+    // the follower asks for the first flagged range at every head: without it, a read of every range
+    index('ranges_mismatch_idx').on(t.chainId, t.fromBlock).where(sql`${t.mismatchAt} is not null`),
     // indexer status: throughput of the last minute and the latest failure, without walking every range
     index('ranges_done_at_idx').on(t.chainId, t.doneAt).where(sql`${t.doneAt} is not null`),
     index('ranges_last_error_at_idx').on(t.chainId, t.lastErrorAt).where(sql`${t.lastErrorAt} is not null`),
