@@ -181,7 +181,8 @@ export async function startIndexerProcess(settings: IndexerSettings): Promise<In
 /**
  * Highest block H such that ranges marked done cover [startBlock, H] without
  * a gap: the contract of the `ranges` table. Reads only ranges past what was
- * already known, so polling a long backfill stays cheap.
+ * already known, through the key (ranges tile the chain: the one holding
+ * `through` ends there), so polling a long backfill stays cheap.
  */
 export function createProgressReader(sql: postgres.Sql, chainId: number, startBlock = 0) {
   let through = startBlock - 1
@@ -190,7 +191,7 @@ export function createProgressReader(sql: postgres.Sql, chainId: number, startBl
     try {
       rows = await sql`
         select from_block, to_block from ranges
-        where chain_id = ${chainId} and status = 'done' and to_block > ${through}
+        where chain_id = ${chainId} and status = 'done' and from_block > ${through}
         order by from_block`
     } catch (error) {
       // 42P01: the indexer has not created its tables yet
