@@ -3,7 +3,7 @@ import { EVERY_CHAIN } from '../db/schema/index.js'
 import { HOURLY_TOTALS_DAYS } from './buckets.js'
 import { chainScopes } from './every-chain.js'
 import { ATTRIBUTION_EVENTS_CHANNEL } from './events.js'
-import { CHAIN_SCOPE_KEY, CODE_SCOPE_KEY, scopedDistinctCtes } from './scope-refs.js'
+import { CODE_SCOPE_KEY, scopedDistinctCtes, WINDOW_CODE_SENDER_TABLES, WINDOW_SENDER_TABLES } from './scope-refs.js'
 
 /**
  * The aggregates of attribution rows, as data-modifying CTEs of the one
@@ -161,11 +161,7 @@ function rollingWindowCtes(sql: Sql, sign: 1 | -1, everyChain: boolean) {
     ${scopedDistinctCtes(sql, {
       name: 'window_senders',
       deltas: 'sender_deltas',
-      refs: 'window_sender_refs',
-      rowKeys: ['window_name', 'sender'],
-      scopeKey: CHAIN_SCOPE_KEY,
-      counts: 'sender_window_counts',
-      groupKeys: ['window_name', 'scope'],
+      ...WINDOW_SENDER_TABLES,
     })},
     code_sender_window_deltas as (
       select w.name as window_name, d.code, d.registry, d.chain_id, d.sender, sum(d.delta) as delta
@@ -177,10 +173,6 @@ function rollingWindowCtes(sql: Sql, sign: 1 | -1, everyChain: boolean) {
     ${scopedDistinctCtes(sql, {
       name: 'window_code_senders',
       deltas: 'code_sender_window_deltas',
-      refs: 'window_code_sender_refs',
-      rowKeys: ['window_name', 'code', 'sender'],
-      scopeKey: CODE_SCOPE_KEY,
-      counts: 'code_sender_window_counts',
-      groupKeys: ['window_name', 'code', 'registry', 'chain_id'],
+      ...WINDOW_CODE_SENDER_TABLES,
     })}`
 }

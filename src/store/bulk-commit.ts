@@ -12,7 +12,7 @@ import { createFinalMembers, type BatchMembers, type FinalMembers } from './fina
 import { createFolder, type FoldContext, type FoldedAggregates, type WindowBound } from './fold.js'
 import { FINAL_REFS, holdRefsWritersAlone } from './final-refs.js'
 import { chainSendersReadFrom } from './rolling-windows.js'
-import { CHAIN_SCOPE_KEY, CODE_SCOPE_KEY, scopedDistinctCtes } from './scope-refs.js'
+import { scopedDistinctCtes, WINDOW_CODE_SENDER_TABLES, WINDOW_SENDER_TABLES } from './scope-refs.js'
 
 /**
  * The bulk path of the commit (issue 40): ranges wholly at or below the
@@ -463,11 +463,7 @@ function movingWindowCtes(tx: Tx, everyChain: boolean) {
     ${scopedDistinctCtes(tx, {
       name: 'moving_code_senders',
       deltas: 'moving_code_sender_deltas',
-      refs: 'window_code_sender_refs',
-      rowKeys: ['window_name', 'code', 'sender'],
-      scopeKey: CODE_SCOPE_KEY,
-      counts: 'code_sender_window_counts',
-      groupKeys: ['window_name', 'code', 'registry', 'chain_id'],
+      ...WINDOW_CODE_SENDER_TABLES,
     })},
     moving_sender_deltas as (
       select w.name as window_name, s.scope, o.sender, count(*) * ${finalRefs(tx)} as delta
@@ -480,11 +476,7 @@ function movingWindowCtes(tx: Tx, everyChain: boolean) {
     ${scopedDistinctCtes(tx, {
       name: 'moving_senders',
       deltas: 'moving_sender_deltas',
-      refs: 'window_sender_refs',
-      rowKeys: ['window_name', 'sender'],
-      scopeKey: CHAIN_SCOPE_KEY,
-      counts: 'sender_window_counts',
-      groupKeys: ['window_name', 'scope'],
+      ...WINDOW_SENDER_TABLES,
     })}`
 }
 

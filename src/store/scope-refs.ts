@@ -46,6 +46,23 @@ export type ScopedDistinct = {
   groupKeys: readonly string[]
 }
 
+/** The distinct-sender tables of the rolling windows: a window's senders (per chain scope), a code's senders (per registry and chain scope). */
+export const WINDOW_SENDER_TABLES = {
+  refs: 'window_sender_refs',
+  rowKeys: ['window_name', 'sender'],
+  scopeKey: CHAIN_SCOPE_KEY,
+  counts: 'sender_window_counts',
+  groupKeys: ['window_name', 'scope'],
+} as const satisfies Omit<ScopedDistinct, 'name' | 'deltas'>
+
+export const WINDOW_CODE_SENDER_TABLES = {
+  refs: 'window_code_sender_refs',
+  rowKeys: ['window_name', 'code', 'sender'],
+  scopeKey: CODE_SCOPE_KEY,
+  counts: 'code_sender_window_counts',
+  groupKeys: ['window_name', 'code', 'registry', 'chain_id'],
+} as const satisfies Omit<ScopedDistinct, 'name' | 'deltas'>
+
 /**
  * CTEs that add the `deltas` CTE to the refs rows (one upsert per group, in
  * key order so concurrent commits lock shared rows in the same order) and
