@@ -22,7 +22,9 @@ export type KnownPoint = { number: number; hash: Hex }
  * backwards from `atOrBelow` through its key and cut at `limit` before the
  * union, which then dedupes a few rows instead of every range (458 ms at
  * 400k ranges before, 1 ms after, bench/LOG.md). Ranges never overlap, so
- * their order by `from_block` (the key) is their order by `to_block`.
+ * their order by `from_block` (the key) is their order by `to_block`, and a
+ * range ending at or below a block starts there too: the key's bound, where
+ * the scan starts however deep the reorg walk's cursor.
  */
 export async function knownPointsBelow(
   sql: Sql,
@@ -32,11 +34,11 @@ export async function knownPointsBelow(
 ): Promise<KnownPoint[]> {
   const rows = await sql<{ number: string; hash: Hex }[]>`
     select number, hash from (
-      (select to_block as number, to_hash as hash from ranges where chain_id = ${chainId} and to_block <= ${atOrBelow}
-       order by from_block desc limit ${limit})
+      (select to_block as number, to_hash as hash from ranges
+       where chain_id = ${chainId} and from_block <= ${atOrBelow} and to_block <= ${atOrBelow} order by from_block desc limit ${limit})
       union
-      (select from_block - 1, parent_hash from ranges where chain_id = ${chainId} and from_block > 0 and from_block - 1 <= ${atOrBelow}
-       order by from_block desc limit ${limit})
+      (select from_block - 1, parent_hash from ranges
+       where chain_id = ${chainId} and from_block > 0 and from_block <= ${atOrBelow + 1} order by from_block desc limit ${limit})
       union
       (select number, hash from blocks where chain_id = ${chainId} and number <= ${atOrBelow} order by number desc limit ${limit})
     ) points

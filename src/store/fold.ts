@@ -43,7 +43,7 @@ export type FoldContext = {
  * behind it (the chain's senders of the day, a code's senders of the day)
  * and a final day member adds FINAL_REFS to it once per day (bulk-commit.ts).
  */
-export const neverMoves = (window: WindowBound) => window.fromMs === -Infinity
+const neverMoves = (window: WindowBound) => window.fromMs === -Infinity
 
 /** Rows of one table to upsert, one array per column (named as the table's columns). */
 export type Columns = Record<string, unknown[]>

@@ -209,7 +209,7 @@ export async function stuckRanges(sql: Sql, minAttempts: number, limit = 20): Pr
 /** The highest range boundary at or below `block`: rollbacks cut the index only at range edges. Read backwards by the key (ranges never overlap). */
 export async function rangeBoundaryAtOrBelow(sql: Sql, chainId: number, block: number, floor: number): Promise<number> {
   const [row] = await sql<{ to_block: string }[]>`
-    select to_block from ranges where chain_id = ${chainId} and to_block <= ${block} order by from_block desc limit 1`
+    select to_block from ranges where chain_id = ${chainId} and from_block <= ${block} and to_block <= ${block} order by from_block desc limit 1`
   return row ? Number(row.to_block) : floor
 }
 
