@@ -11,6 +11,7 @@ import { chainScopes, createEveryChainMemory, forgetEveryChainState, writesEvery
 import { createFinalMembers, type BatchMembers, type FinalMembers } from './final-members.js'
 import { createFolder, type FoldContext, type FoldedAggregates, type WindowBound } from './fold.js'
 import { FINAL_REFS, holdRefsWritersAlone } from './final-refs.js'
+import { historyBeforeMs, historyDaysOf, recordHistoryDays, rollUpHistoryDays } from './history-days.js'
 import { chainSendersReadFrom } from './rolling-windows.js'
 import { scopedDistinctCtes, WINDOW_CODE_SENDER_TABLES, WINDOW_SENDER_TABLES } from './scope-refs.js'
 
@@ -140,7 +141,13 @@ async function commitInTransaction(
   if (!(scope as Array<{ ok: boolean }>)[0]?.ok) throw new ScopeMoved()
   const windows = current as FoldContext
   const written = sameContext(windows, context) ? prepared : await prepareAggregates(results, windows, finalMembers)
-  await settledInOrder([writeAggregates(tx, written.literals, written.context.everyChain), rows && copyRows(tx, rows)])
+  await settledInOrder([
+    writeAggregates(tx, written.literals, written.context.everyChain),
+    recordHistoryDays(tx, historyDaysOf(results, written.context.historyBeforeMs)).execute(),
+    rows && copyRows(tx, rows),
+  ])
+  // the history days this batch completed, counted from their rows (its own included)
+  for (const [chainId, finalized] of finalizedByChain(results)) await rollUpHistoryDays(tx, chainId, finalized, written.context.everyChain)
   return written
 }
 
@@ -154,6 +161,16 @@ async function settledInOrder(answers: ReadonlyArray<Promise<unknown> | undefine
   const failed = settled.find((answer) => answer.status === 'rejected')
   if (failed) throw failed.reason
   return settled.map((answer) => (answer as PromiseFulfilledResult<unknown>).value)
+}
+
+/** Per chain of the batch, the node's finalized block as its ranges last knew it. */
+function finalizedByChain(results: readonly RangeResult[]): Map<number, number | undefined> {
+  const finalized = new Map<number, number | undefined>()
+  for (const { job, finalized: known } of results) {
+    const seen = finalized.get(job.chainId)
+    finalized.set(job.chainId, known === undefined ? seen : Math.max(seen ?? -1, known))
+  }
+  return finalized
 }
 
 /** Per chain, the highest block committed in bulk: a rollback below it is refused (follower/reconcile.ts). */
@@ -213,10 +230,12 @@ async function foldContext(sql: postgres.Sql | Tx, everyChain: boolean, { lock =
       from window_bounds order by name ${lock ? sql`for share` : sql``}`.execute(),
     sql<{ hour_ms: number }[]>`select (extract(epoch from date_trunc('hour', now())) * 1000)::float8 as hour_ms`.execute(),
   ])
+  const nowHourMs = clock!.hour_ms
   return {
     everyChain,
     windows: windows.filter((w) => w.ready).map((w) => ({ name: w.name, subject: w.subject, fromMs: w.from_ms, untilMs: w.until_ms })),
-    firstKeptHourMs: clock!.hour_ms - HOURLY_TOTALS_DAYS * 24 * HOUR_MS,
+    firstKeptHourMs: nowHourMs - HOURLY_TOTALS_DAYS * 24 * HOUR_MS,
+    historyBeforeMs: historyBeforeMs(nowHourMs),
     chainSendersFromMs: chainSendersReadFrom(windows.map((w) => ({ subject: w.subject, ready: w.ready, fromMs: w.from_ms }))),
   }
 }

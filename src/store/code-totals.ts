@@ -1,6 +1,7 @@
 import { and, asc, eq, gte, lte, type SQL } from 'drizzle-orm'
 import type { Database, Sql } from '../db/client.js'
 import { ANY_REGISTRY, codeDailyTotals } from '../db/schema/index.js'
+import { historySenders } from './history-days.js'
 import { CODE_SENDER_WINDOW, scopeOf, type RollingWindows } from './rolling-windows.js'
 
 /**
@@ -45,7 +46,8 @@ export async function codeDailyRows(db: Database, query: CodeScope & { from: str
  * and over the days `from`…`to`. `rolling30d` reads the last 30 days kept
  * ready as a rolling window (moved to `now` first); any other window is
  * counted over `code_day_sender_refs`, in the one scope the filters name, so
- * it costs the code's senders per day.
+ * it costs the code's senders per day — and, on a history day (no member
+ * rows: history-days.ts), its rows.
  */
 export async function codeSenderCounts(
   windows: RollingWindows,
@@ -65,8 +67,12 @@ export async function codeSenderCounts(
             select coalesce(sum(senders), 0)::int as count from code_sender_window_counts where window_name = ${CODE_SENDER_WINDOW} and ${scope}`,
         )
       : sql<{ count: number }[]>`
-          select count(distinct sender)::int as count from code_day_sender_refs
-          where code = ${query.code} and day between ${query.from} and ${query.to} and (refs ->> (${registry} || '|' || ${chainId}))::bigint > 0`,
+          select count(distinct sender)::int as count from (
+            select sender from code_day_sender_refs
+            where code = ${query.code} and day between ${query.from} and ${query.to} and (refs ->> (${registry} || '|' || ${chainId}))::bigint > 0
+            union all
+            ${historySenders(sql, { code: query.code, registry, chainId: query.chainId, from: query.from, to: query.to })}
+          ) as senders`,
   ])
   return { perDay, overall: overall!.count }
 }

@@ -4,7 +4,9 @@ import { boundedReason } from '../attribution/limits.js'
 import type { BlockContext, MalformedRecord, StoredRecord } from '../attribution/records.js'
 import { planForParameters, type Database } from '../db/client.js'
 import { aggregateCtes } from './aggregates.js'
-import { shareRefsWriters } from './final-refs.js'
+import { holdRefsWritersAlone, shareRefsWriters } from './final-refs.js'
+import { historyBeforeMs, recountHistoryDays } from './history-days.js'
+import { DAY_MS } from './buckets.js'
 import { AGGREGATED_COLUMNS, attributionInsert, suffixInsert, type AttributionRow, type SourceGroup, type UnnestInsert } from './attribution-columns.js'
 import { createEveryChainMemory, everyChainKeptIn, forgetEveryChainState, scopeCheck, writesEveryChain, type EveryChainMemory } from './every-chain.js'
 import type { RangeJob } from './ranges.js'
@@ -18,6 +20,8 @@ export type RangeResult = {
   job: RangeJob
   /** Wholly at or below the chain's finalized block (pipeline/finality.ts): committed by the bulk path. */
   final?: boolean
+  /** The node's finalized block as the range's worker knew it (pipeline/finality.ts), if any. */
+  finalized?: number
   blocks: IndexedBlock[]
   txCount: number
   rows: AttributionRow[]
@@ -58,6 +62,10 @@ export function recordsOf(rows: readonly AttributionRow[]): StoredRecord[] {
  */
 export async function removeAttributionsAbove(sql: postgres.TransactionSql | postgres.ReservedSql, chainId: number, block: number): Promise<number> {
   const everyChain = await everyChainKeptIn(sql)
+  const historic = await sql<{ day: string }[]>`
+    select day::text as day from history_days
+    where chain_id = ${chainId} and history
+      and day >= (select (min(block_timestamp) at time zone 'UTC')::date from attributions where chain_id = ${chainId} and block_number > ${block})`
   const [row] = await sql<{ removed: number }[]>`
     with gone as (
       delete from attributions where chain_id = ${chainId} and block_number > ${block}
@@ -71,6 +79,8 @@ export async function removeAttributionsAbove(sql: postgres.TransactionSql | pos
     rolled_back as (select ${chainId}::int as chain_id, ${block + 1}::bigint as from_block, null::bigint as to_block),
     ${aggregateCtes(sql, 'gone', -1, { type: 'rollback', ranges: 'rolled_back' }, everyChain)}
     select count(*)::int as removed from gone, (select count(*) from notified) as n, (select count(*) from gone_suffixes) as s`
+  // a history day's counts come from its rows (history-days.ts): counted again without those gone
+  if (historic.length > 0) await recountHistoryDays(sql, chainId, historic.map(({ day }) => day), everyChain)
   return row!.removed
 }
 
@@ -115,15 +125,40 @@ export async function commitRanges(
     // a connection's statements in order, so the lock is held before the statement starts, and a failure of
     // any rolls the transaction back. A commit at the head is a few round trips in all, each of them a wait
     // for a core on a busy machine (issue 40.3).
+    const historic = historicDaysOf(results)
     const outcomes = await sql.begin((tx) => {
-      const settings = [shareRefsWriters(tx), ...(isPlannedForItsRows(results) ? [planForParameters(tx)] : [])]
+      // rows of a history day (a node weeks behind): its counts are then recounted, alone (history-days.ts)
+      const lock = historic.size > 0 ? holdRefsWritersAlone(tx) : shareRefsWriters(tx)
+      const settings = [lock, ...(isPlannedForItsRows(results) ? [planForParameters(tx)] : [])]
       const statement = commitStatement(tx, results, everyChain)
-      return Promise.all([...settings, statement]).then(() => statement)
+      return Promise.all([...settings, statement]).then(async () => {
+        const outcome = await statement
+        if (outcome) for (const [chainId, days] of historic) await recountHistoryDays(tx, chainId, [...days], everyChain)
+        return outcome
+      })
     })
     if (outcomes) return outcomes
     forgetEveryChainState(memory)
   }
   throw new Error('the every-chain scope state kept changing under the commit')
+}
+
+/**
+ * Per chain, the days of the tip rows that may be history (history-days.ts:
+ * only a day `history_days` marks is recounted), by this process's clock
+ * with a day to spare. None at the head of a chain that keeps time.
+ */
+function historicDaysOf(results: readonly RangeResult[]): Map<number, Set<string>> {
+  const beforeMs = historyBeforeMs(Date.now()) + DAY_MS
+  const days = new Map<number, Set<string>>()
+  for (const { job, rows } of results)
+    for (const { record } of rows) {
+      const ms = record.blockTimestamp * 1000
+      if (ms >= beforeMs) continue
+      const chainDays = days.get(job.chainId) ?? new Set<string>()
+      days.set(job.chainId, chainDays.add(new Date(ms).toISOString().slice(0, 10)))
+    }
+  return days
 }
 
 /**

@@ -34,6 +34,8 @@ export type FoldContext = {
   firstKeptHourMs: number
   /** The first day a sender window may still read a chain's senders of (rolling-windows.ts: chainSendersReadFrom): none are written for earlier days. */
   chainSendersFromMs: number
+  /** The first day that is not history (history-days.ts): a row of an earlier day puts no code sender member in. */
+  historyBeforeMs: number
 }
 
 /**
@@ -133,7 +135,8 @@ type CodeSlot = {
   scopes: ScopeSet
   dayMs: number
   daily: Tree<CodeTotals>
-  senders: Tree<Scopes>
+  /** The code's senders of the day; undefined on a history day (counted from its rows once complete: history-days.ts). */
+  senders: Tree<Scopes> | undefined
   hourMs: number
   hourly: Tree<CodeTotals> | undefined
   fromBlock: number
@@ -227,7 +230,7 @@ export function createFolder(context: FoldContext, { knownFinal = KNOWS_NONE }: 
     if (slot.dayMs !== dayMs) {
       slot.dayMs = dayMs
       slot.daily = branch(branch(branch(branch(codeDaily, code, newTree), registry, newTree), chainId, newTree), day, newTree)
-      slot.senders = branch(branch(codeSenders, code, newTree), day, newTree)
+      slot.senders = dayMs >= context.historyBeforeMs ? branch(branch(codeSenders, code, newTree), day, newTree) : undefined
     }
     if (slot.hourMs !== hourMs) {
       slot.hourMs = hourMs
@@ -273,7 +276,7 @@ export function createFolder(context: FoldContext, { knownFinal = KNOWS_NONE }: 
       if (chain.hourly !== undefined) addChainTotals(chain.hourly, rec.kind, success, firstOfRecord)
 
       // a code's sender counts in its registry and in any ('*'), on its chain and (when kept) every chain
-      addScopes(slot.senders, rec.sender, slot.scopes)
+      if (slot.senders !== undefined) addScopes(slot.senders, rec.sender, slot.scopes)
       // presence only (final-refs.ts): the count would be written nowhere; a sender this process already made final
       // in these scopes is not asked again (final-members.ts); none on a day no window reads them of
       const daySenders = chain.senders

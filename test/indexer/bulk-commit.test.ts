@@ -5,6 +5,7 @@ import { commitRanges, type RangeResult } from '../../src/store/commit.js'
 import { createEveryChainMemory } from '../../src/store/every-chain.js'
 import { createFinalMembers } from '../../src/store/final-members.js'
 import { createRollingWindows } from '../../src/store/rolling-windows.js'
+import { codeSenderCounts } from '../../src/store/code-totals.js'
 import { chainSendersFirstDay } from '../support/final-exact.js'
 import { rollbackAbove } from '../../src/store/rollback.js'
 import { attributionRow, labelHash, senderAddress, type TestAttribution } from '../support/ranges.js'
@@ -94,12 +95,38 @@ const BATCHES: Range[][] = [
 ]
 
 /**
+ * The bulk database's history days (history-days.ts): their code senders
+ * have no member rows there, and their counts wait for the day to be
+ * complete (`pending`). Keys `chain:day`; a day of every chain under `0:day`.
+ */
+type HistoryDays = { days: Set<string>; pending: Set<string> }
+
+async function historyDaysIn({ db }: TestDatabase): Promise<HistoryDays> {
+  const rows = await db.$client<{ chain_id: number; day: string; rolled_up: boolean }[]>`
+    select chain_id, day::text as day, rolled_up from history_days where history`
+  const days = new Set(rows.map((row) => row.day))
+  const pending = new Set(rows.filter((row) => !row.rolled_up).flatMap((row) => [`${row.chain_id}:${row.day}`, `0:${row.day}`]))
+  return { days, pending }
+}
+
+/** Whether `table`'s row is one the bulk path leaves to a history day's count (left out of both sides' comparison). */
+function countedFromRows(table: string, row: Record<string, unknown>, history: HistoryDays): boolean {
+  if (table === 'code_day_sender_refs') return history.days.has(row.day as string)
+  if (table === 'code_daily_sender_counts') return history.pending.has(`${row.chain_id}:${row.day}`)
+  return false
+}
+
+/**
  * Every table the commit writes, as sorted JSON rows (ids and wall-clock
  * times left out; events in id order). `chainSendersFrom`: a chain's
  * senders of earlier days left out (the bulk path writes none of days no
- * sender window reads, chainSendersReadFrom).
+ * sender window reads, chainSendersReadFrom); `history`: the code senders
+ * of history days the bulk path counts from rows (history-days.ts).
  */
-async function tablesOf({ db }: TestDatabase, { chainSendersFrom = '0001-01-01' } = {}): Promise<Record<string, string[]>> {
+async function tablesOf(
+  { db }: TestDatabase,
+  { chainSendersFrom = '0001-01-01', history = { days: new Set(), pending: new Set() } as HistoryDays } = {},
+): Promise<Record<string, string[]>> {
   const tables = [
     'ranges', 'blocks', 'attributions', 'attribution_suffixes', 'malformed_suffixes',
     'code_daily_totals', 'code_hourly_totals', 'chain_daily_totals', 'chain_hourly_totals',
@@ -111,7 +138,7 @@ async function tablesOf({ db }: TestDatabase, { chainSendersFrom = '0001-01-01' 
   for (const table of tables) {
     const rows = await db.$client<{ row: Record<string, unknown> }[]>`
       select to_jsonb(t) - 'id' - 'done_at' - 'created_at' as row from ${db.$client(table)} t`
-    const kept = table === 'chain_daily_senders' ? rows.filter(({ row }) => (row.day as string) >= chainSendersFrom) : rows
+    const kept = rows.filter(({ row }) => !(table === 'chain_daily_senders' && (row.day as string) < chainSendersFrom) && !countedFromRows(table, row, history))
     dump[table] = kept.map(({ row }) => JSON.stringify(presenceOf(table, row))).sort()
   }
   const events = await db.$client<{ row: string }[]>`select (to_jsonb(e) - 'id' - 'created_at')::text as row from attribution_events e order by id`
@@ -131,10 +158,30 @@ function presenceOf(table: string, row: Record<string, unknown>): Record<string,
   return { ...row, refs: Object.keys(refs).filter((scope) => refs[scope]! > 0).sort() }
 }
 
-/** The bulk database's tables as the tip's, but for the chain senders of days no sender window reads (none in bulk). */
+/**
+ * The bulk database's tables as the tip's, but for the chain senders of
+ * days no sender window reads (none in bulk) and the code sender members
+ * of history days (none in bulk; their counts compared once rolled up);
+ * and a code's distinct senders over all days, as the API reads them, the same.
+ */
 async function expectSameTables(bulk: TestDatabase, tip: TestDatabase) {
   const chainSendersFrom = await chainSendersFirstDay(bulk.db)
-  expect(await tablesOf(bulk, { chainSendersFrom })).toEqual(await tablesOf(tip, { chainSendersFrom }))
+  const history = await historyDaysIn(bulk)
+  expect(await tablesOf(bulk, { chainSendersFrom, history })).toEqual(await tablesOf(tip, { chainSendersFrom, history }))
+  expect(await sendersOverAllDays(bulk)).toEqual(await sendersOverAllDays(tip))
+}
+
+/** Every code's distinct senders from its first day to today, per scope the API reads (codeSenderCounts' `overall`). */
+async function sendersOverAllDays({ db }: TestDatabase): Promise<Record<string, number>> {
+  const windows = createRollingWindows(db.$client)
+  const counts: Record<string, number> = {}
+  for (const code of CODES)
+    for (const chainId of [undefined, 8453, 10])
+      for (const registry of [undefined, 'canonical', `${CUSTOM.chainId}:${CUSTOM.address.toLowerCase()}`]) {
+        const query = { code, chainId, registry, from: '2000-01-01', to: '2100-01-01', rolling30d: false, now: new Date() }
+        counts[`${code}|${chainId}|${registry}`] = (await codeSenderCounts(windows, query)).overall
+      }
+  return counts
 }
 
 /** Days holding a chain's senders in `database`. */
@@ -167,6 +214,10 @@ describe('bulk commit of finalized ranges', () => {
     }
     const [scope] = await bulk.db.$client<{ kept: boolean }[]>`select kept from every_chain_scope`
     expect(scope?.kept).toBe(true)
+    // the first era's day is history, complete once the second era's blocks came: counted from its rows
+    const history = await historyDaysIn(bulk)
+    expect([...history.days]).toEqual([new Date(ERAS[0]! * 1000).toISOString().slice(0, 10)])
+    expect(history.pending.size).toBe(0)
     // the first era (40 days ago) is before every sender window but the all-time one: the tip path counted its
     // chain senders, the bulk path wrote none (nothing reads them); every other day's are the same
     const chainSendersFrom = await chainSendersFirstDay(bulk.db)
@@ -242,6 +293,72 @@ describe('bulk commit of finalized ranges', () => {
   })
 })
 
+describe('history days of chains that stopped', () => {
+  let tipDb: TestDatabase
+  let bulkDb: TestDatabase
+
+  beforeAll(async () => {
+    ;[tipDb, bulkDb] = await Promise.all([createTestDatabase('bulk_history_tip'), createTestDatabase('bulk_history_bulk')])
+    for (const database of [tipDb, bulkDb]) await createRollingWindows(database.db.$client).ensureCurrent(new Date())
+  })
+
+  afterAll(async () => {
+    await Promise.all([tipDb?.drop(), bulkDb?.drop()])
+  })
+
+  /** Two chains' ranges on one history day (40 days ago), no block of a later day: the day never completes. */
+  const range = (chainId: number, fromBlock: number) => rangeResult({ chainId, fromBlock, toBlock: fromBlock + 9, era: ERAS[0]! + fromBlock * 2 })
+
+  it('counts a day no later block completes once every range up to the finalized block is in, and again after tip rows and a rollback', async () => {
+    const commitBoth = async (results: RangeResult[], finalized?: number) => {
+      await Promise.all([insertPending(tipDb, results), insertPending(bulkDb, results)])
+      await commitRanges(tipDb.db, results)
+      await commitFinalRanges(
+        bulkDb.db,
+        results.map((result) => ({ ...result, finalized })),
+      )
+    }
+    // the finalized block above these ranges, a range still pending below it: the day waits
+    await insertPending(bulkDb, [range(8453, 31)])
+    await commitBoth([range(8453, 1), range(8453, 11)], 40)
+    await commitBoth([range(10, 1)], 40)
+    expect((await historyDaysIn(bulkDb)).pending.size).toBeGreaterThan(0)
+    const [none] = await bulkDb.db.$client<{ n: number }[]>`select count(*)::int as n from code_daily_sender_counts where chain_id = 8453`
+    expect(none!.n).toBe(0)
+    await bulkDb.db.$client`delete from ranges where chain_id = 8453 and from_block = 31`
+    await expectSameTables(bulkDb, tipDb)
+    // every range up to the finalized block committed: the day is counted (on each chain, and on every chain)
+    await commitBoth([range(8453, 21)], 30)
+    await commitBoth([range(10, 11)], 20)
+    const [counted] = await bulkDb.db.$client<{ n: number }[]>`select count(*)::int as n from code_daily_sender_counts where chain_id = 0`
+    expect(counted!.n).toBeGreaterThan(0)
+    await expectSameTables(bulkDb, tipDb)
+    await expect(exactCountsOf(bulkDb)).resolves.toEqual(await exactCountsOf(tipDb))
+    // tip rows of the same day above them (a node weeks behind), then a reorg taking them out
+    const tipRange = range(8453, 31)
+    await Promise.all([insertPending(tipDb, [tipRange]), insertPending(bulkDb, [tipRange])])
+    for (const database of [tipDb, bulkDb]) await commitRanges(database.db, [tipRange])
+    await expect(exactCountsOf(bulkDb)).resolves.toEqual(await exactCountsOf(tipDb))
+    await expectSameTables(bulkDb, tipDb)
+    for (const database of [tipDb, bulkDb]) {
+      const reserved = await database.db.$client.reserve()
+      try {
+        await rollbackAbove(reserved, 8453, 30)
+      } finally {
+        reserved.release()
+      }
+    }
+    await expect(exactCountsOf(bulkDb)).resolves.toEqual(await exactCountsOf(tipDb))
+    await expectSameTables(bulkDb, tipDb)
+  })
+})
+
+/** Every code's distinct senders per day and scope, as stored. */
+async function exactCountsOf({ db }: TestDatabase): Promise<string[]> {
+  const rows = await db.$client<{ row: string }[]>`select to_jsonb(c)::text as row from code_daily_sender_counts c`
+  return rows.map(({ row }) => row).sort()
+}
+
 describe('a bulk commit before the sender windows are built', () => {
   let tipDb: TestDatabase
   let bulkDb: TestDatabase
@@ -261,7 +378,9 @@ describe('a bulk commit before the sender windows are built', () => {
     await commitRanges(tipDb.db, results)
     await commitFinalRanges(bulkDb.db, results)
     // a window still to be built reads every day's chain senders: the bulk path wrote them all
-    expect(await tablesOf(bulkDb)).toEqual(await tablesOf(tipDb))
+    const history = await historyDaysIn(bulkDb)
+    expect(history.pending.size).toBe(0)
+    expect(await tablesOf(bulkDb, { history })).toEqual(await tablesOf(tipDb, { history }))
     expect(await chainSenderDays(bulkDb)).toContain(new Date(ERAS[0]! * 1000).toISOString().slice(0, 10))
     for (const database of [tipDb, bulkDb]) await createRollingWindows(database.db.$client).ensureCurrent(new Date())
     await expectSameTables(bulkDb, tipDb)
@@ -296,7 +415,13 @@ describe('a bulk commit larger than a piece of its preparation', () => {
     const results: RangeResult[] = [
       {
         job: { chainId: 8453, fromBlock: 1, toBlock: 10, parentHash: labelHash('block0'), toHash: labelHash('block10') },
-        blocks: [],
+        blocks: Array.from({ length: 10 }, (_, i) => ({
+          number: 1 + i,
+          hash: labelHash(`block${1 + i}`),
+          parentHash: labelHash(`block${i}`),
+          timestamp: ERAS[0]! + i * 130,
+          txCount: 130,
+        })),
         txCount: 1_300,
         rows,
         malformed: [],

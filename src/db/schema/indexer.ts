@@ -272,6 +272,25 @@ export const codeDaySenderRefs = pgTable(
   (t) => [primaryKey({ columns: [t.code, t.day, t.sender] })],
 )
 
+/**
+ * The days of a chain the bulk path has committed blocks of (issue 40): the
+ * first block seen of each, and whether it is history — older than any
+ * rolling window reads day members of (history-days.ts) — so that its
+ * final rows put no sender in `code_day_sender_refs`, and its code senders
+ * per day are counted from its rows instead, once complete (`rolled_up`).
+ */
+export const historyDays = pgTable(
+  'history_days',
+  {
+    chainId: integer('chain_id').notNull(),
+    day: date('day', { mode: 'string' }).notNull(),
+    firstBlock: bigint('first_block', { mode: 'number' }).notNull(),
+    history: boolean('history').notNull(),
+    rolledUp: boolean('rolled_up').notNull().default(false),
+  },
+  (t) => [primaryKey({ columns: [t.chainId, t.day] })],
+)
+
 /** Distinct senders per code × registry scope × chain scope × day: moved by code_day_sender_refs scopes crossing 0. */
 export const codeDailySenderCounts = pgTable(
   'code_daily_sender_counts',

@@ -1,0 +1,158 @@
+import type postgres from 'postgres'
+import { EVERY_CHAIN } from '../db/schema/index.js'
+import { arrayLiteral } from './attribution-columns.js'
+import { DAY_MS, firstDayOf } from './buckets.js'
+import { checkpointOf } from './ranges.js'
+
+type Sql = postgres.Sql | postgres.TransactionSql | postgres.ReservedSql
+
+/**
+ * A code's distinct senders per day in history (issue 40): what a day's
+ * final rows cost without a member row per (code, day, sender).
+ *
+ * `code_day_sender_refs` keeps a row per (code, day, sender) so that a
+ * day's count can move by each commit and rollback, and so that the code
+ * view's 30-day window can take out the days it leaves. A day older than
+ * any such window (`historyBeforeMs`) needs neither once its rows are all
+ * final: nothing takes them out again, and no window ever enters it. So the
+ * bulk path writes no member for a row of a history day (fold.ts), records
+ * the day (`history_days`), and counts the day's senders per code from its
+ * rows in one statement once the day is complete (`rollUpHistoryDays`): a
+ * block of a later day committed, and every block below it. Dense history
+ * paid a member row per attribution (~24 µs of PostgreSQL's ~63 in the
+ * dense backfill, bench/LOG.md); the count reads the day's rows once.
+ *
+ * Until then the day's counts lag its totals. A chain caught up with its
+ * finalized block whose last day is history (a chain that stopped) has
+ * that day counted at each commit reaching it. A tip commit or rollback
+ * touching a history day (a node weeks behind) counts it again after its
+ * own rows (`recountHistoryDays`): a count replaces whatever members
+ * added. Reads of a code's senders over several days take a history day's
+ * senders from its rows (code-totals.ts).
+ */
+
+/** Days before the code view's 30-day window by this many are history: room for the API's clock and the database's to differ. */
+const MARGIN_DAYS = 2
+
+/** The first day that is not history at `nowMs`: the code-sender window's first day less MARGIN_DAYS. */
+export function historyBeforeMs(nowMs: number): number {
+  return Date.parse(`${firstDayOf('30d', new Date(nowMs))}T00:00:00Z`) - MARGIN_DAYS * DAY_MS
+}
+
+/** A day (`YYYY-MM-DD`) as the bounds of its rows' `block_timestamp`. */
+const dayStart = (sql: Sql, day: ReturnType<Sql>) => sql`(${day}::date::timestamp at time zone 'UTC')`
+
+/** Per (chain, day) of the batch's blocks: its first block and whether it is history. */
+export type HistoryDayColumns = { chain_id: number[]; day: string[]; first_block: number[]; history: boolean[] }
+
+export function historyDaysOf(results: ReadonlyArray<{ job: { chainId: number }; blocks: ReadonlyArray<{ number: number; timestamp: number }> }>, beforeMs: number): HistoryDayColumns {
+  const first = new Map<string, { chainId: number; day: string; block: number; history: boolean }>()
+  for (const { job, blocks } of results)
+    for (const block of blocks) {
+      const dayMs = Math.floor((block.timestamp * 1000) / DAY_MS) * DAY_MS
+      const key = `${job.chainId}:${dayMs}`
+      const seen = first.get(key)
+      if (seen === undefined) first.set(key, { chainId: job.chainId, day: new Date(dayMs).toISOString().slice(0, 10), block: block.number, history: dayMs < beforeMs })
+      else if (block.number < seen.block) seen.block = block.number
+    }
+  const days = [...first.values()].sort((a, b) => a.chainId - b.chainId || (a.day < b.day ? -1 : 1))
+  return { chain_id: days.map((d) => d.chainId), day: days.map((d) => d.day), first_block: days.map((d) => d.block), history: days.map((d) => d.history) }
+}
+
+/**
+ * Records the batch's days; a day written again (blocks of it committed
+ * after it was counted: timestamps that went back) is counted again.
+ */
+export function recordHistoryDays(sql: Sql, days: HistoryDayColumns) {
+  return sql`
+    insert into history_days as t (chain_id, day, first_block, history)
+    select * from unnest(${arrayLiteral(days.chain_id)}::int[], ${arrayLiteral(days.day)}::date[], ${arrayLiteral(days.first_block)}::bigint[], ${arrayLiteral(days.history)}::boolean[])
+    order by 1, 2
+    on conflict (chain_id, day) do update set
+      first_block = least(t.first_block, excluded.first_block), history = t.history or excluded.history, rolled_up = false`
+}
+
+/**
+ * After a bulk commit of `chainId`: counts the history days now complete —
+ * a later day's first block at or below the checkpoint (every block below
+ * it committed, and final: a bulk block) — and marks them rolled up. Once
+ * every range wholly at or below the node's finalized block (`finalized`)
+ * is committed, the days not complete yet are counted too (a chain that
+ * stopped has no later day), and counted again by the next such commit.
+ */
+export async function rollUpHistoryDays(sql: Sql, chainId: number, finalized: number | undefined, everyChain: boolean): Promise<void> {
+  const caughtUp =
+    finalized === undefined
+      ? sql`false`
+      : sql`not exists (select 1 from ranges r where r.chain_id = ${chainId} and r.status = 'pending' and r.from_block <= ${finalized} and r.to_block <= ${finalized})`
+  const days = await sql<{ day: string; complete: boolean; caught_up: boolean }[]>`
+    with through as (select ${checkpointOf(sql, sql`${chainId}::int`)} as block, ${caughtUp} as caught_up)
+    select d.day::text as day, through.caught_up,
+      coalesce((select min(n.first_block) from history_days n where n.chain_id = d.chain_id and n.day > d.day) <= through.block, false) as complete
+    from history_days d, through
+    where d.chain_id = ${chainId} and d.history and not d.rolled_up`
+  const counted = days.filter((d) => d.complete || d.caught_up)
+  if (counted.length === 0) return
+  await recountHistoryDays(sql, chainId, counted.map((d) => d.day), everyChain)
+  const complete = counted.filter((d) => d.complete).map((d) => d.day)
+  if (complete.length > 0) await sql`update history_days set rolled_up = true where chain_id = ${chainId} and day = any(${arrayLiteral(complete)}::date[])`
+}
+
+/**
+ * Each history day of `days` counted from its rows: per code, its distinct
+ * senders in each registry and in any (`*`), on the chain and (when kept)
+ * on every chain, replacing the counts members had moved. A code's rows of
+ * a day are read by the code page index (code, time), whatever the order
+ * of the chain's blocks.
+ */
+export async function recountHistoryDays(sql: Sql, chainId: number, days: readonly string[], everyChain: boolean): Promise<void> {
+  const historic = await sql<{ day: string }[]>`
+    select day::text as day from history_days where chain_id = ${chainId} and history and day = any(${arrayLiteral([...days])}::date[]) order by day`
+  for (const { day } of historic) {
+    await recountDay(sql, chainId, day, chainId)
+    if (everyChain) await recountDay(sql, chainId, day, EVERY_CHAIN)
+  }
+}
+
+/** One day's counts of `chainId`'s codes in `scope` (the chain, or EVERY_CHAIN: every chain's rows of those codes). */
+function recountDay(sql: Sql, chainId: number, day: string, scope: number) {
+  const from = dayStart(sql, sql`${day}`)
+  const onChain = scope === EVERY_CHAIN ? sql`` : sql`and a.chain_id = ${chainId}`
+  return sql`
+    insert into code_daily_sender_counts as t (code, registry, chain_id, day, senders)
+    select code, coalesce(registry, '*'), ${scope}::int, ${day}::date, count(distinct sender)
+    from (
+      select c.code, ${registryOfRow(sql)} as registry, a.sender
+      from (select distinct code from code_daily_totals where day = ${day}::date and chain_id = ${chainId}) as c
+      join lateral (
+        select a.sender, a.registry_chain_id, a.registry_address from attributions a
+        where a.code = c.code and a.block_timestamp >= ${from} and a.block_timestamp < ${from} + interval '1 day' ${onChain}
+      ) as a on true
+    ) as rows
+    group by grouping sets ((code, registry), (code))
+    order by 1, 2
+    on conflict (code, registry, chain_id, day) do update set senders = excluded.senders`
+}
+
+/** The registry namespace of an attribution row, as aggregates.ts names it. */
+export const registryOfRow = (sql: Sql) =>
+  sql`case when a.registry_address is null then 'canonical' else a.registry_chain_id::text || ':' || lower(a.registry_address) end`
+
+/**
+ * A code's senders on the history days of `from`…`to` (on `chainId`, or
+ * every chain), from their rows: the part of a distinct count over days
+ * that no member row holds. A relation of one column, `sender`.
+ */
+export function historySenders(sql: Sql, query: { code: string; registry: string; chainId: number | undefined; from: string; to: string }) {
+  return sql`
+    select a.sender
+    from history_days h
+    join lateral (
+      select a.sender, a.registry_chain_id, a.registry_address from attributions a
+      where a.code = ${query.code} and a.chain_id = h.chain_id
+        and a.block_timestamp >= ${dayStart(sql, sql`h.day`)} and a.block_timestamp < ${dayStart(sql, sql`h.day`)} + interval '1 day'
+    ) as a on true
+    where h.history and h.day between ${query.from} and ${query.to}
+      ${query.chainId === undefined ? sql`` : sql`and h.chain_id = ${query.chainId}`}
+      ${query.registry === '*' ? sql`` : sql`and ${registryOfRow(sql)} = ${query.registry}`}`
+}
