@@ -76,15 +76,22 @@ export function recordHistoryDays(sql: Sql, days: HistoryDayColumns) {
  * After a bulk commit of `chainId`: counts the history days now complete —
  * a later day's first block at or below the checkpoint (every block below
  * it committed, and final: a bulk block) — and marks them rolled up. Once
- * every range wholly at or below the node's finalized block (`finalized`)
- * is committed, the days not complete yet are counted too (a chain that
- * stopped has no later day), and counted again by the next such commit.
+ * ranges reach the node's finalized block (`finalized`) and every one
+ * wholly at or below it is committed, the days not complete yet are counted
+ * too (a chain that stopped has no later day), and counted again by the
+ * next such commit.
  */
 export async function rollUpHistoryDays(sql: Sql, chainId: number, finalized: number | undefined, everyChain: boolean): Promise<void> {
+  // ranges are cut a few at a time (MAX_PENDING_RANGES): none pending is not caught up unless they reach that block
   const caughtUp =
     finalized === undefined
       ? sql`false`
-      : sql`not exists (select 1 from ranges r where r.chain_id = ${chainId} and r.status = 'pending' and r.from_block <= ${finalized} and r.to_block <= ${finalized})`
+      : sql`(
+          coalesce((select r.to_block from ranges r where r.chain_id = ${chainId} and r.from_block <= ${finalized} order by r.from_block desc limit 1) >= ${finalized}, false)
+          or exists (select 1 from ranges r where r.chain_id = ${chainId} and r.from_block > ${finalized})
+        ) and not exists (
+          select 1 from ranges r where r.chain_id = ${chainId} and r.status = 'pending' and r.from_block <= ${finalized} and r.to_block <= ${finalized}
+        )`
   const days = await sql<{ day: string; complete: boolean; caught_up: boolean }[]>`
     with through as (select ${checkpointOf(sql, sql`${chainId}::int`)} as block, ${caughtUp} as caught_up)
     select d.day::text as day, through.caught_up,
