@@ -42,21 +42,31 @@ export function historyBeforeMs(nowMs: number): number {
 /** A day (`YYYY-MM-DD`) as the bounds of its rows' `block_timestamp`. */
 const dayStart = (sql: Sql, day: ReturnType<Sql>) => sql`(${day}::date::timestamp at time zone 'UTC')`
 
-/** Per (chain, day) of the batch's blocks: its first block and whether it is history. */
-export type HistoryDayColumns = { chain_id: number[]; day: string[]; first_block: number[]; history: boolean[] }
+/** Per (chain, day) of the batch's blocks: its first and last block and whether it is history. */
+export type HistoryDayColumns = { chain_id: number[]; day: string[]; first_block: number[]; last_block: number[]; history: boolean[] }
 
 export function historyDaysOf(results: ReadonlyArray<{ job: { chainId: number }; blocks: ReadonlyArray<{ number: number; timestamp: number }> }>, beforeMs: number): HistoryDayColumns {
-  const first = new Map<string, { chainId: number; day: string; block: number; history: boolean }>()
+  const seen = new Map<string, { chainId: number; day: string; first: number; last: number; history: boolean }>()
   for (const { job, blocks } of results)
     for (const block of blocks) {
       const dayMs = Math.floor((block.timestamp * 1000) / DAY_MS) * DAY_MS
       const key = `${job.chainId}:${dayMs}`
-      const seen = first.get(key)
-      if (seen === undefined) first.set(key, { chainId: job.chainId, day: new Date(dayMs).toISOString().slice(0, 10), block: block.number, history: dayMs < beforeMs })
-      else if (block.number < seen.block) seen.block = block.number
+      const day = seen.get(key)
+      if (day === undefined)
+        seen.set(key, { chainId: job.chainId, day: new Date(dayMs).toISOString().slice(0, 10), first: block.number, last: block.number, history: dayMs < beforeMs })
+      else {
+        day.first = Math.min(day.first, block.number)
+        day.last = Math.max(day.last, block.number)
+      }
     }
-  const days = [...first.values()].sort((a, b) => a.chainId - b.chainId || (a.day < b.day ? -1 : 1))
-  return { chain_id: days.map((d) => d.chainId), day: days.map((d) => d.day), first_block: days.map((d) => d.block), history: days.map((d) => d.history) }
+  const days = [...seen.values()].sort((a, b) => a.chainId - b.chainId || (a.day < b.day ? -1 : 1))
+  return {
+    chain_id: days.map((d) => d.chainId),
+    day: days.map((d) => d.day),
+    first_block: days.map((d) => d.first),
+    last_block: days.map((d) => d.last),
+    history: days.map((d) => d.history),
+  }
 }
 
 /**
@@ -65,11 +75,14 @@ export function historyDaysOf(results: ReadonlyArray<{ job: { chainId: number };
  */
 export function recordHistoryDays(sql: Sql, days: HistoryDayColumns) {
   return sql`
-    insert into history_days as t (chain_id, day, first_block, history)
-    select * from unnest(${arrayLiteral(days.chain_id)}::int[], ${arrayLiteral(days.day)}::date[], ${arrayLiteral(days.first_block)}::bigint[], ${arrayLiteral(days.history)}::boolean[])
+    insert into history_days as t (chain_id, day, first_block, last_block, history)
+    select * from unnest(
+      ${arrayLiteral(days.chain_id)}::int[], ${arrayLiteral(days.day)}::date[], ${arrayLiteral(days.first_block)}::bigint[],
+      ${arrayLiteral(days.last_block)}::bigint[], ${arrayLiteral(days.history)}::boolean[])
     order by 1, 2
     on conflict (chain_id, day) do update set
-      first_block = least(t.first_block, excluded.first_block), history = t.history or excluded.history, rolled_up = false`
+      first_block = least(t.first_block, excluded.first_block), last_block = greatest(t.last_block, excluded.last_block),
+      history = t.history or excluded.history, rolled_up = false`
 }
 
 /**
@@ -108,37 +121,60 @@ export async function rollUpHistoryDays(sql: Sql, chainId: number, finalized: nu
 /**
  * Each history day of `days` counted from its rows: per code, its distinct
  * senders in each registry and in any (`*`), on the chain and (when kept)
- * on every chain, replacing the counts members had moved. A code's rows of
- * a day are read by the code page index (code, time), whatever the order
- * of the chain's blocks.
+ * on every chain, replacing the counts members had moved.
+ *
+ * A chain's rows of the day are read by block, in the order they are
+ * stored: between the last block recorded of an earlier day and the first
+ * of a later one (a chain's block times only grow, a consensus rule), so
+ * tip rows of the day no bulk commit recorded are read too. Every chain's
+ * rows of the day's codes are read by the code page index (code, time):
+ * other chains' blocks of the day may be recorded nowhere.
  */
 export async function recountHistoryDays(sql: Sql, chainId: number, days: readonly string[], everyChain: boolean): Promise<void> {
-  const historic = await sql<{ day: string }[]>`
-    select day::text as day from history_days where chain_id = ${chainId} and history and day = any(${arrayLiteral([...days])}::date[]) order by day`
-  for (const { day } of historic) {
-    await recountDay(sql, chainId, day, chainId)
-    if (everyChain) await recountDay(sql, chainId, day, EVERY_CHAIN)
+  const historic = await sql<{ day: string; after: string | null; before: string | null }[]>`
+    select d.day::text as day,
+      (select max(e.last_block) from history_days e where e.chain_id = d.chain_id and e.day < d.day) as after,
+      (select min(n.first_block) from history_days n where n.chain_id = d.chain_id and n.day > d.day) as before
+    from history_days d
+    where d.chain_id = ${chainId} and d.history and d.day = any(${arrayLiteral([...days])}::date[]) order by d.day`
+  for (const { day, after, before } of historic) {
+    const blocks = { after: after === null ? -1 : Number(after), before: before === null ? undefined : Number(before) }
+    await recountDay(sql, day, chainId, chainRowsOfDay(sql, chainId, day, blocks))
+    if (everyChain) await recountDay(sql, day, EVERY_CHAIN, codesRowsOfDay(sql, chainId, day))
   }
 }
 
-/** One day's counts of `chainId`'s codes in `scope` (the chain, or EVERY_CHAIN: every chain's rows of those codes). */
-function recountDay(sql: Sql, chainId: number, day: string, scope: number) {
-  const from = dayStart(sql, sql`${day}`)
-  const onChain = scope === EVERY_CHAIN ? sql`` : sql`and a.chain_id = ${chainId}`
+/** Counts a day's rows (a relation of `code`, `registry`, `sender`) into `scope`'s counts. */
+function recountDay(sql: Sql, day: string, scope: number, rows: postgres.PendingQuery<postgres.Row[]>) {
   return sql`
     insert into code_daily_sender_counts as t (code, registry, chain_id, day, senders)
     select code, coalesce(registry, '*'), ${scope}::int, ${day}::date, count(distinct sender)
-    from (
-      select c.code, ${registryOfRow(sql)} as registry, a.sender
-      from (select distinct code from code_daily_totals where day = ${day}::date and chain_id = ${chainId}) as c
-      join lateral (
-        select a.sender, a.registry_chain_id, a.registry_address from attributions a
-        where a.code = c.code and a.block_timestamp >= ${from} and a.block_timestamp < ${from} + interval '1 day' ${onChain}
-      ) as a on true
-    ) as rows
+    from (${rows}) as rows
     group by grouping sets ((code, registry), (code))
     order by 1, 2
     on conflict (code, registry, chain_id, day) do update set senders = excluded.senders`
+}
+
+/** The chain's rows of the day, read by block between `after` and `before` (none: no later day recorded). */
+function chainRowsOfDay(sql: Sql, chainId: number, day: string, blocks: { after: number; before: number | undefined }) {
+  const from = dayStart(sql, sql`${day}`)
+  return sql`
+    select a.code, ${registryOfRow(sql)} as registry, a.sender from attributions a
+    where a.chain_id = ${chainId} and a.block_number > ${blocks.after}
+      ${blocks.before === undefined ? sql`` : sql`and a.block_number < ${blocks.before}`}
+      and a.block_timestamp >= ${from} and a.block_timestamp < ${from} + interval '1 day'`
+}
+
+/** Every chain's rows of the day of the codes `chainId` has rows of that day, by the code page index. */
+function codesRowsOfDay(sql: Sql, chainId: number, day: string) {
+  const from = dayStart(sql, sql`${day}`)
+  return sql`
+    select c.code, ${registryOfRow(sql)} as registry, a.sender
+    from (select distinct code from code_daily_totals where day = ${day}::date and chain_id = ${chainId}) as c
+    join lateral (
+      select a.sender, a.registry_chain_id, a.registry_address from attributions a
+      where a.code = c.code and a.block_timestamp >= ${from} and a.block_timestamp < ${from} + interval '1 day'
+    ) as a on true`
 }
 
 /** The registry namespace of an attribution row, as aggregates.ts names it. */

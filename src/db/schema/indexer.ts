@@ -274,7 +274,7 @@ export const codeDaySenderRefs = pgTable(
 
 /**
  * The days of a chain the bulk path has committed blocks of (issue 40): the
- * first block seen of each, and whether it is history — older than any
+ * first and last block seen of each, and whether it is history — older than any
  * rolling window reads day members of (history-days.ts) — so that its
  * final rows put no sender in `code_day_sender_refs`, and its code senders
  * per day are counted from its rows instead, once complete (`rolled_up`).
@@ -285,6 +285,7 @@ export const historyDays = pgTable(
     chainId: integer('chain_id').notNull(),
     day: date('day', { mode: 'string' }).notNull(),
     firstBlock: bigint('first_block', { mode: 'number' }).notNull(),
+    lastBlock: bigint('last_block', { mode: 'number' }).notNull(),
     history: boolean('history').notNull(),
     rolledUp: boolean('rolled_up').notNull().default(false),
   },
