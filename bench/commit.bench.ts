@@ -57,8 +57,12 @@ const TX_PER_BLOCK = 200
 const BATCH = 4
 /** Unix seconds of the first block. */
 const START = 1_760_000_000
+/** Seconds between blocks: 2,000 blocks span three days, history days committed and completed as in a backfill (src/store/history-days.ts). */
+const BLOCK_TIME = 130
 const PARALLEL = Number(process.env.BENCH_COMMIT_PARALLEL ?? 1)
 const WINDOWS_AT = windowsBuiltAt(process.env.BENCH_COMMIT_WINDOWS)
+/** The chain's finalized block's time: today's, every day of the rows history; at the head (`tip`) none known, no day history. */
+const FINALIZED_AT = process.env.BENCH_COMMIT_WINDOWS === 'tip' ? undefined : Math.floor(Date.now() / 1000)
 
 /** When the rolling windows are built before the commits (BENCH_COMMIT_WINDOWS); undefined: never. */
 function windowsBuiltAt(setting: string | undefined): Date | undefined {
@@ -92,9 +96,9 @@ export function denseDataset(ranges: number, blocksPerRange: number, seed: numbe
   for (let r = 0; r < ranges; r++) {
     const fromBlock = 1 + r * blocksPerRange
     const job: RangeJob = { chainId: CHAIN_ID, fromBlock, toBlock: fromBlock + blocksPerRange - 1, parentHash: hash(fromBlock - 1, 1), toHash: hash(fromBlock + blocksPerRange - 1, 1) }
-    const result: RangeResult = { job, blocks: [], txCount: blocksPerRange * TX_PER_BLOCK, rows: [], malformed: [] }
+    const result: RangeResult = { job, finalizedAt: FINALIZED_AT, blocks: [], txCount: blocksPerRange * TX_PER_BLOCK, rows: [], malformed: [] }
     for (let number = fromBlock; number <= job.toBlock; number++) {
-      const block = { number, hash: hash(number, 1), parentHash: hash(number - 1, 1), timestamp: START + number * 2, txCount: TX_PER_BLOCK }
+      const block = { number, hash: hash(number, 1), parentHash: hash(number - 1, 1), timestamp: START + number * BLOCK_TIME, txCount: TX_PER_BLOCK }
       result.blocks.push(block)
       for (let tx = 0; tx < TX_PER_BLOCK / 2; tx++) {
         const codes = [...new Set(random.chance(0.15) ? [code(), code()] : [code()])]

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { createFinality } from './finality.js'
 
-/** A node answering `finalized` (or refusing it) and `latest`, counting the calls. */
+/** A node answering `finalized` (or refusing it), `latest` and a block by number (block n at time 1000 + 2n), counting the calls. */
 function node({ head, finalized }: { head: number; finalized: number | 'unknown tag' | 'down' }) {
   const state = { head, finalized, calls: 0 }
   const hex = (n: number) => `0x${n.toString(16)}`
@@ -10,10 +10,14 @@ function node({ head, finalized }: { head: number; finalized: number | 'unknown 
     rpc: {
       async request<T>(method: string, params: unknown[] = []): Promise<T> {
         state.calls++
-        expect([method, params[0]]).toEqual(['eth_getBlockByNumber', 'finalized'])
+        expect(method).toBe('eth_getBlockByNumber')
+        if (params[0] !== 'finalized') {
+          const number = Number.parseInt(params[0] as string, 16)
+          return { number: hex(number), timestamp: hex(1000 + 2 * number) } as T
+        }
         if (state.finalized === 'down') throw Object.assign(new Error('connect ECONNREFUSED'), { kind: 'network' })
         if (state.finalized === 'unknown tag') throw Object.assign(new Error('invalid block tag'), { kind: 'item_error' })
-        return { number: hex(state.finalized) } as T
+        return { number: hex(state.finalized), timestamp: hex(1000 + 2 * state.finalized) } as T
       },
       async latestHeader() {
         state.calls++
@@ -30,6 +34,7 @@ describe('finality boundary', () => {
     expect(await finality.isFinal(900)).toBe(true)
     expect(await finality.isFinal(901)).toBe(false)
     expect(finality.boundary()).toBe(900)
+    expect(finality.boundaryTime()).toBe(2800)
   })
 
   it('is the head less FINALITY_DEPTH on a node without the tag, and asks the tag no more', async () => {
@@ -38,11 +43,14 @@ describe('finality boundary', () => {
     const finality = createFinality({ rpc, depth: 64, refreshMs: 10, now: () => clock })
     expect(await finality.isFinal(936)).toBe(true)
     expect(await finality.isFinal(937)).toBe(false)
+    // its time is that block's, asked for (the head's is later)
+    expect(finality.boundaryTime()).toBe(1000 + 2 * 936)
     state.head = 1100
     clock = 20
     const before = state.calls
     expect(await finality.isFinal(1036)).toBe(true)
-    expect(state.calls - before).toBe(1) // the head alone
+    expect(state.calls - before).toBe(2) // the head, and the header of the block `depth` below it
+    expect(finality.boundaryTime()).toBe(1000 + 2 * 1036)
   })
 
   it('asks again only past the boundary and after refreshMs, and never moves down', async () => {

@@ -28,6 +28,11 @@ export type Finality = {
   isFinalNow(toBlock: number): Promise<boolean>
   /** The highest final block known (-1 before the first answer). */
   boundary(): number
+  /**
+   * That block's time (Unix seconds), once known: days before its day are
+   * history (store/history-days.ts), where no tip row can fall.
+   */
+  boundaryTime(): number | undefined
 }
 
 export type FinalityOptions = {
@@ -38,21 +43,30 @@ export type FinalityOptions = {
   now?: () => number
 }
 
-type Header = { number: string } | null
+type Header = { number: string; timestamp?: string } | null
+
+/** A final block as the node named it: its number and, when the header said, its time. */
+type FinalBlock = { number: number; time: number | undefined }
+
+const finalBlockOf = (header: NonNullable<Header>): FinalBlock => ({
+  number: Number.parseInt(header.number, 16),
+  time: header.timestamp === undefined ? undefined : Number.parseInt(header.timestamp, 16),
+})
 
 export function createFinality({ rpc, depth, refreshMs = 2_000, now = Date.now }: FinalityOptions): Finality {
   let boundary = -1
+  let boundaryTime: number | undefined
   let askedAt = Number.NEGATIVE_INFINITY
   let asking: Promise<void> | undefined
   let answered = false
   // a node that refused the tag once is asked for the head from then on
   let hasFinalizedTag = true
 
-  async function finalizedByNode(): Promise<number | undefined> {
+  async function finalizedByNode(): Promise<FinalBlock | undefined> {
     if (!hasFinalizedTag) return undefined
     try {
       const header = await rpc.request<Header>('eth_getBlockByNumber', ['finalized', false])
-      if (header) return Number.parseInt(header.number, 16)
+      if (header) return finalBlockOf(header)
     } catch (error) {
       // the node's own error for the call (an unknown tag: -32602, -32601…) says it has none; anything else is a
       // fault of the moment, asked again next time
@@ -62,10 +76,21 @@ export function createFinality({ rpc, depth, refreshMs = 2_000, now = Date.now }
     return undefined
   }
 
+  /** The head less `depth`, with its time (its header asked for it: the head's time is later than its own). */
+  async function byDepth(): Promise<FinalBlock> {
+    const number = Number.parseInt((await rpc.latestHeader()).number, 16) - depth
+    if (number <= boundary) return { number, time: undefined }
+    const header = number < 0 ? null : await rpc.request<Header>('eth_getBlockByNumber', [`0x${number.toString(16)}`, false])
+    return { number, time: header ? finalBlockOf(header).time : undefined }
+  }
+
   async function ask(): Promise<void> {
     askedAt = now()
-    const finalized = (await finalizedByNode()) ?? Number.parseInt((await rpc.latestHeader()).number, 16) - depth
-    boundary = Math.max(boundary, finalized)
+    const finalized = (await finalizedByNode()) ?? (await byDepth())
+    if (finalized.number > boundary || (finalized.number === boundary && boundaryTime === undefined)) {
+      boundary = finalized.number
+      boundaryTime = finalized.time
+    }
     answered = true
   }
 
@@ -98,5 +123,6 @@ export function createFinality({ rpc, depth, refreshMs = 2_000, now = Date.now }
       return toBlock <= boundary
     },
     boundary: () => boundary,
+    boundaryTime: () => boundaryTime,
   }
 }

@@ -159,8 +159,7 @@ async function indexRange(job: RangeJob, options: ProcessOptions, ticket: RowsTi
   stageEnded('finality')
   const commit = options.commit ?? ((result: RangeResult) => commitRange(db, result))
   const counts = countsOf(fetched)
-  const finalized = chain.finality?.boundary()
-  const committing = commit({ job, final, finalized: finalized === undefined || finalized < 0 ? undefined : finalized, blocks: fetched.blocks, txCount: fetched.txCount, rows, malformed: fetched.malformed })
+  const committing = commit({ job, final, finalizedAt: chain.finality?.boundaryTime(), blocks: fetched.blocks, txCount: fetched.txCount, rows, malformed: fetched.malformed })
   // the range's records and rows are the commit's now (the commit thread's copy, the batcher lets go of its own):
   // this frame lets go too, or a dense backfill holds every row of the commits in flight a second time meanwhile
   fetched = undefined

@@ -53,7 +53,7 @@ export async function commitFinalRanges(
   // the every-chain scope's state can change under a commit only once in a database's life: a second try fits
   for (let attempt = 0; attempt < 3; attempt++) {
     const everyChain = await writesEveryChain(sql, chainIds, memory)
-    const prepared = await prepareAggregates(results, await foldContext(sql, everyChain), finalMembers)
+    const prepared = await prepareAggregates(results, await foldContext(sql, everyChain, results), finalMembers)
     try {
       const written = await sql.begin((tx) => commitInTransaction(tx, results, rows, prepared, finalMembers))
       // the members this commit made final (or found final), remembered once it has committed (final-members.ts)
@@ -133,7 +133,7 @@ async function commitInTransaction(
     tx<{ ok: boolean }[]>`
       select kept = ${context.everyChain} and (kept or only_chain = ${results[0]!.job.chainId}) as ok from every_chain_scope where id = 1 for share`.execute(),
     tx<{ done: number }[]>`with ${rangeFlipCtes(tx, results)} select count(*)::int as done from done`.execute(),
-    foldContext(tx, context.everyChain, { lock: true }),
+    foldContext(tx, context.everyChain, results, { lock: true }),
     ...recordFinalThrough(tx, results).map((query) => query.execute()),
     ...storeBlocksAndMalformed(tx, results).map((query) => query.execute()),
   ])
@@ -147,7 +147,7 @@ async function commitInTransaction(
     rows && copyRows(tx, rows),
   ])
   // the history days this batch completed, counted from their rows (its own included)
-  for (const [chainId, finalized] of finalizedByChain(results)) await rollUpHistoryDays(tx, chainId, finalized, written.context.everyChain)
+  for (const chainId of new Set(results.map(({ job }) => job.chainId))) await rollUpHistoryDays(tx, chainId, written.context.everyChain)
   return written
 }
 
@@ -161,16 +161,6 @@ async function settledInOrder(answers: ReadonlyArray<Promise<unknown> | undefine
   const failed = settled.find((answer) => answer.status === 'rejected')
   if (failed) throw failed.reason
   return settled.map((answer) => (answer as PromiseFulfilledResult<unknown>).value)
-}
-
-/** Per chain of the batch, the node's finalized block as its ranges last knew it. */
-function finalizedByChain(results: readonly RangeResult[]): Map<number, number | undefined> {
-  const finalized = new Map<number, number | undefined>()
-  for (const { job, finalized: known } of results) {
-    const seen = finalized.get(job.chainId)
-    finalized.set(job.chainId, known === undefined ? seen : Math.max(seen ?? -1, known))
-  }
-  return finalized
 }
 
 /** Per chain, the highest block committed in bulk: a rollback below it is refused (follower/reconcile.ts). */
@@ -221,8 +211,12 @@ export async function copyInto(tx: Tx, table: string, columns: readonly string[]
   await pipeline(Readable.from(pieces.filter((piece) => piece.length > 0)), writable)
 }
 
-/** The ready windows (inside the commit locked FOR SHARE, as the tip path locks them) and the first hour kept, by the database's clock. */
-async function foldContext(sql: postgres.Sql | Tx, everyChain: boolean, { lock = false } = {}): Promise<FoldContext> {
+/**
+ * The ready windows (inside the commit locked FOR SHARE, as the tip path
+ * locks them), the first hour kept and the first day not history, by the
+ * database's clock and the batch's finalized block.
+ */
+async function foldContext(sql: postgres.Sql | Tx, everyChain: boolean, results: readonly RangeResult[], { lock = false } = {}): Promise<FoldContext> {
   // both sent at once: inside a transaction they are pipelined with its other statements (commitInTransaction)
   const [windows, [clock]] = await Promise.all([
     sql<{ name: string; subject: WindowBound['subject']; from_ms: number; until_ms: number; ready: boolean }[]>`
@@ -235,9 +229,19 @@ async function foldContext(sql: postgres.Sql | Tx, everyChain: boolean, { lock =
     everyChain,
     windows: windows.filter((w) => w.ready).map((w) => ({ name: w.name, subject: w.subject, fromMs: w.from_ms, untilMs: w.until_ms })),
     firstKeptHourMs: nowHourMs - HOURLY_TOTALS_DAYS * 24 * HOUR_MS,
-    historyBeforeMs: historyBeforeMs(nowHourMs),
+    historyBeforeMs: historyBeforeMs(nowHourMs, earliestFinalizedAt(results)),
     chainSendersFromMs: chainSendersReadFrom(windows.map((w) => ({ subject: w.subject, ready: w.ready, fromMs: w.from_ms }))),
   }
+}
+
+/** The earliest time of the finalized block the batch's ranges knew (undefined if any knew none): history ends at its day. */
+function earliestFinalizedAt(results: readonly RangeResult[]): number | undefined {
+  let earliest = Infinity
+  for (const { finalizedAt } of results) {
+    if (finalizedAt === undefined) return undefined
+    earliest = Math.min(earliest, finalizedAt)
+  }
+  return earliest
 }
 
 const sameContext = (a: FoldContext, b: FoldContext) => JSON.stringify(a) === JSON.stringify(b)

@@ -5,7 +5,7 @@ import type { BlockContext, MalformedRecord, StoredRecord } from '../attribution
 import { planForParameters, type Database } from '../db/client.js'
 import { aggregateCtes } from './aggregates.js'
 import { holdRefsWritersAlone, shareRefsWriters } from './final-refs.js'
-import { historyBeforeMs, recountHistoryDays } from './history-days.js'
+import { markedHistoryDays, recountHistoryDays, windowsReadFromMs } from './history-days.js'
 import { DAY_MS } from './buckets.js'
 import { AGGREGATED_COLUMNS, attributionInsert, suffixInsert, type AttributionRow, type SourceGroup, type UnnestInsert } from './attribution-columns.js'
 import { createEveryChainMemory, everyChainKeptIn, forgetEveryChainState, scopeCheck, writesEveryChain, type EveryChainMemory } from './every-chain.js'
@@ -20,8 +20,8 @@ export type RangeResult = {
   job: RangeJob
   /** Wholly at or below the chain's finalized block (pipeline/finality.ts): committed by the bulk path. */
   final?: boolean
-  /** The node's finalized block as the range's worker knew it (pipeline/finality.ts), if any. */
-  finalized?: number
+  /** The time (Unix seconds) of the node's finalized block as the range's worker knew it (pipeline/finality.ts), if known. */
+  finalizedAt?: number
   blocks: IndexedBlock[]
   txCount: number
   rows: AttributionRow[]
@@ -116,40 +116,67 @@ export async function commitRanges(
 ): Promise<CommitOutcome[]> {
   const sql = db.$client
   const chainIds = results.map(({ job }) => job.chainId)
-  // the every-chain scope's state can change under a statement only once in a database's life: a second try fits
-  for (let attempt = 0; attempt < 3; attempt++) {
+  const mayBeHistory = daysMaybeHistory(results)
+  let recountsHistory = false
+  // the every-chain scope's state can change under a statement only once in a database's life, and a commit finds
+  // it touches a history day at most once: a try for each fits
+  for (let attempt = 0; attempt < 4; attempt++) {
     const everyChain = await writesEveryChain(sql, chainIds, memory)
-    // one statement, in a transaction of its own so that it shares the distinct-sender tables with other tip
-    // commits but not with a bulk commit (final-refs.ts), and is planned for its arrays' sizes. The lock, the
-    // setting and the statement are sent together (pipelined, one round trip instead of three): PostgreSQL runs
-    // a connection's statements in order, so the lock is held before the statement starts, and a failure of
-    // any rolls the transaction back. A commit at the head is a few round trips in all, each of them a wait
-    // for a core on a busy machine (issue 40.3).
-    const historic = historicDaysOf(results)
-    const outcomes = await sql.begin((tx) => {
-      // rows of a history day (a node weeks behind): its counts are then recounted, alone (history-days.ts)
-      const lock = historic.size > 0 ? holdRefsWritersAlone(tx) : shareRefsWriters(tx)
-      const settings = [lock, ...(isPlannedForItsRows(results) ? [planForParameters(tx)] : [])]
-      const statement = commitStatement(tx, results, everyChain)
-      return Promise.all([...settings, statement]).then(async () => {
-        const outcome = await statement
-        if (outcome) for (const [chainId, days] of historic) await recountHistoryDays(tx, chainId, [...days], everyChain)
-        return outcome
-      })
-    })
-    if (outcomes) return outcomes
-    forgetEveryChainState(memory)
+    try {
+      const outcomes = await sql.begin((tx) => tipCommit(tx, results, everyChain, { mayBeHistory, recountsHistory }))
+      if (outcomes) return outcomes
+      forgetEveryChainState(memory)
+    } catch (error) {
+      if (!(error instanceof TouchesHistoryDays)) throw error
+      recountsHistory = true
+    }
   }
   throw new Error('the every-chain scope state kept changing under the commit')
 }
 
+/** A tip commit whose rows fall in a day `history_days` marks as history: rolled back, committed again to recount it. */
+class TouchesHistoryDays extends Error {}
+
 /**
- * Per chain, the days of the tip rows that may be history (history-days.ts:
- * only a day `history_days` marks is recounted), by this process's clock
- * with a day to spare. None at the head of a chain that keeps time.
+ * One statement, in a transaction of its own so that it shares the
+ * distinct-sender tables with other tip commits but not with a bulk commit
+ * (final-refs.ts), and is planned for its arrays' sizes. The lock, the
+ * setting and the statement are sent together (pipelined, one round trip
+ * instead of three): PostgreSQL runs a connection's statements in order,
+ * so the lock is held before the statement starts, and a failure of any
+ * rolls the transaction back. A commit at the head is a few round trips in
+ * all, each of them a wait for a core on a busy machine (issue 40.3).
+ *
+ * Rows of days that may be history (a node whose head is weeks old) ask,
+ * with the statement and under the same lock, whether a bulk commit marked
+ * any of those days history (a process whose finalized block is ahead of
+ * this one's): the day's members do not hold its senders there, so the
+ * commit is made again alone (`recountsHistory`), and those days recounted
+ * from their rows (history-days.ts).
  */
-function historicDaysOf(results: readonly RangeResult[]): Map<number, Set<string>> {
-  const beforeMs = historyBeforeMs(Date.now()) + DAY_MS
+async function tipCommit(
+  tx: postgres.TransactionSql,
+  results: readonly RangeResult[],
+  everyChain: boolean,
+  { mayBeHistory, recountsHistory }: { mayBeHistory: ReadonlyMap<number, ReadonlySet<string>>; recountsHistory: boolean },
+) {
+  const settings = [recountsHistory ? holdRefsWritersAlone(tx) : shareRefsWriters(tx), ...(isPlannedForItsRows(results) ? [planForParameters(tx)] : [])]
+  const marked = !recountsHistory && mayBeHistory.size > 0 ? markedHistoryDays(tx, mayBeHistory).execute() : undefined
+  const statement = commitStatement(tx, results, everyChain)
+  await Promise.all([...settings, marked, statement])
+  if (marked && (await marked).length > 0) throw new TouchesHistoryDays()
+  const outcome = await statement
+  if (outcome && recountsHistory) for (const [chainId, days] of mayBeHistory) await recountHistoryDays(tx, chainId, [...days], everyChain)
+  return outcome
+}
+
+/**
+ * Per chain, the days of the rows that may be history: before the first
+ * day a rolling window reads (every history day is), by this process's
+ * clock with a day to spare. None at the head of a chain that keeps time.
+ */
+function daysMaybeHistory(results: readonly RangeResult[]): Map<number, Set<string>> {
+  const beforeMs = windowsReadFromMs(Date.now()) + DAY_MS
   const days = new Map<number, Set<string>>()
   for (const { job, rows } of results)
     for (const { record } of rows) {

@@ -12,31 +12,51 @@ type Sql = postgres.Sql | postgres.TransactionSql | postgres.ReservedSql
  *
  * `code_day_sender_refs` keeps a row per (code, day, sender) so that a
  * day's count can move by each commit and rollback, and so that the code
- * view's 30-day window can take out the days it leaves. A day older than
- * any such window (`historyBeforeMs`) needs neither once its rows are all
- * final: nothing takes them out again, and no window ever enters it. So the
- * bulk path writes no member for a row of a history day (fold.ts), records
- * the day (`history_days`), and counts the day's senders per code from its
- * rows in one statement once the day is complete (`rollUpHistoryDays`): a
- * block of a later day committed, and every block below it. Dense history
- * paid a member row per attribution (~24 µs of PostgreSQL's ~63 in the
- * dense backfill, bench/LOG.md); the count reads the day's rows once.
+ * view's 30-day window can take out the days it leaves. A history day
+ * (`historyBeforeMs`) needs neither: it is older than any such window, so
+ * no window ever enters it, and before the day of the chain's finalized
+ * block, so every block of it is final — no tip row falls in it, nothing
+ * takes a row out. So the bulk path writes no member for a row of a
+ * history day (fold.ts), records the day (`history_days`), and counts the
+ * day's senders per code from its rows in one statement once the day is
+ * complete (`rollUpHistoryDays`): a block of a later day committed, and
+ * every block below it. Dense history paid a member row per attribution
+ * (~24 µs of PostgreSQL's ~63 in the dense backfill, bench/LOG.md); the
+ * count reads the day's rows once.
  *
- * Until then the day's counts lag its totals. A chain caught up with its
- * finalized block whose last day is history (a chain that stopped) has
- * that day counted at each commit reaching it. A tip commit or rollback
- * touching a history day (a node weeks behind) counts it again after its
- * own rows (`recountHistoryDays`): a count replaces whatever members
- * added. Reads of a code's senders over several days take a history day's
- * senders from its rows (code-totals.ts).
+ * Until then the day's counts lag its totals. A tip commit or rollback
+ * touching a history day all the same (a process whose finalized block
+ * lags another's) counts it again after its own rows
+ * (`recountHistoryDays`): a count replaces whatever members added. Reads
+ * of a code's senders over several days take a history day's senders from
+ * its rows (code-totals.ts).
  */
 
 /** Days before the code view's 30-day window by this many are history: room for the API's clock and the database's to differ. */
 const MARGIN_DAYS = 2
 
-/** The first day that is not history at `nowMs`: the code-sender window's first day less MARGIN_DAYS. */
-export function historyBeforeMs(nowMs: number): number {
+/**
+ * The first day that is not history at `nowMs`: the code-sender window's
+ * first day less MARGIN_DAYS, and no later than the day of the chain's
+ * finalized block (`finalizedAt`, Unix seconds; none known: no history).
+ */
+export function historyBeforeMs(nowMs: number, finalizedAt: number | undefined): number {
+  if (finalizedAt === undefined) return -Infinity
+  return Math.min(windowsReadFromMs(nowMs), Math.floor((finalizedAt * 1000) / DAY_MS) * DAY_MS)
+}
+
+/** The first day a rolling window may read code sender members of at `nowMs`, less MARGIN_DAYS: every history day is before it. */
+export function windowsReadFromMs(nowMs: number): number {
   return Date.parse(`${firstDayOf('30d', new Date(nowMs))}T00:00:00Z`) - MARGIN_DAYS * DAY_MS
+}
+
+/** Of `days` (per chain), those `history_days` marks as history: a tip commit's rows there are recounted. */
+export function markedHistoryDays(sql: Sql, days: ReadonlyMap<number, ReadonlySet<string>>) {
+  const pairs = [...days].flatMap(([chainId, chainDays]) => [...chainDays].map((day) => ({ chainId, day })))
+  return sql<{ chain_id: number; day: string }[]>`
+    select chain_id, day::text as day from history_days
+    where history and (chain_id, day) in (
+      select * from unnest(${arrayLiteral(pairs.map((p) => p.chainId))}::int[], ${arrayLiteral(pairs.map((p) => p.day))}::date[]))`
 }
 
 /** A day (`YYYY-MM-DD`) as the bounds of its rows' `block_timestamp`. */
@@ -88,34 +108,19 @@ export function recordHistoryDays(sql: Sql, days: HistoryDayColumns) {
 /**
  * After a bulk commit of `chainId`: counts the history days now complete —
  * a later day's first block at or below the checkpoint (every block below
- * it committed, and final: a bulk block) — and marks them rolled up. Once
- * ranges reach the node's finalized block (`finalized`) and every one
- * wholly at or below it is committed, the days not complete yet are counted
- * too (a chain that stopped has no later day), and counted again by the
- * next such commit.
+ * it committed) — and marks them rolled up.
  */
-export async function rollUpHistoryDays(sql: Sql, chainId: number, finalized: number | undefined, everyChain: boolean): Promise<void> {
-  // ranges are cut a few at a time (MAX_PENDING_RANGES): none pending is not caught up unless they reach that block
-  const caughtUp =
-    finalized === undefined
-      ? sql`false`
-      : sql`(
-          coalesce((select r.to_block from ranges r where r.chain_id = ${chainId} and r.from_block <= ${finalized} order by r.from_block desc limit 1) >= ${finalized}, false)
-          or exists (select 1 from ranges r where r.chain_id = ${chainId} and r.from_block > ${finalized})
-        ) and not exists (
-          select 1 from ranges r where r.chain_id = ${chainId} and r.status = 'pending' and r.from_block <= ${finalized} and r.to_block <= ${finalized}
-        )`
-  const days = await sql<{ day: string; complete: boolean; caught_up: boolean }[]>`
-    with through as (select ${checkpointOf(sql, sql`${chainId}::int`)} as block, ${caughtUp} as caught_up)
-    select d.day::text as day, through.caught_up,
-      coalesce((select min(n.first_block) from history_days n where n.chain_id = d.chain_id and n.day > d.day) <= through.block, false) as complete
+export async function rollUpHistoryDays(sql: Sql, chainId: number, everyChain: boolean): Promise<void> {
+  const complete = await sql<{ day: string }[]>`
+    with through as (select ${checkpointOf(sql, sql`${chainId}::int`)} as block)
+    select d.day::text as day
     from history_days d, through
-    where d.chain_id = ${chainId} and d.history and not d.rolled_up`
-  const counted = days.filter((d) => d.complete || d.caught_up)
-  if (counted.length === 0) return
-  await recountHistoryDays(sql, chainId, counted.map((d) => d.day), everyChain)
-  const complete = counted.filter((d) => d.complete).map((d) => d.day)
-  if (complete.length > 0) await sql`update history_days set rolled_up = true where chain_id = ${chainId} and day = any(${arrayLiteral(complete)}::date[])`
+    where d.chain_id = ${chainId} and d.history and not d.rolled_up
+      and (select min(n.first_block) from history_days n where n.chain_id = d.chain_id and n.day > d.day) <= through.block`
+  if (complete.length === 0) return
+  const days = complete.map(({ day }) => day)
+  await recountHistoryDays(sql, chainId, days, everyChain)
+  await sql`update history_days set rolled_up = true where chain_id = ${chainId} and day = any(${arrayLiteral(days)}::date[])`
 }
 
 /**

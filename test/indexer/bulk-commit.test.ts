@@ -79,6 +79,8 @@ function rangeResult({ chainId, fromBlock, toBlock, era }: Range): RangeResult {
   const malformed = [{ blockNumber: fromBlock, txHash: labelHash(`bad${chainId}-${fromBlock}`), userOpIndex: -1, reason: 'unknown schema' }]
   return {
     job: { chainId, fromBlock, toBlock, parentHash: labelHash(`block${fromBlock - 1}`), toHash: labelHash(`block${toBlock}`) },
+    // the chain's finalized block is now's: the first era's day is history (history-days.ts)
+    finalizedAt: NOW_S,
     blocks,
     txCount: rows.length + 3,
     rows,
@@ -293,7 +295,7 @@ describe('bulk commit of finalized ranges', () => {
   })
 })
 
-describe('history days of chains that stopped', () => {
+describe('history days', () => {
   let tipDb: TestDatabase
   let bulkDb: TestDatabase
 
@@ -306,45 +308,60 @@ describe('history days of chains that stopped', () => {
     await Promise.all([tipDb?.drop(), bulkDb?.drop()])
   })
 
-  /** Two chains' ranges on one history day (40 days ago), no block of a later day: the day never completes. */
-  const range = (chainId: number, fromBlock: number) => rangeResult({ chainId, fromBlock, toBlock: fromBlock + 9, era: ERAS[0]! + fromBlock * 2 })
+  /** An hour into the day 40 days ago: ranges of it stay in it. */
+  const DAY_X = Math.floor((NOW_S - 40 * DAY_S) / DAY_S) * DAY_S + 3600
+  const dayX = new Date(DAY_X * 1000).toISOString().slice(0, 10)
+  const inDayX = (chainId: number, fromBlock: number) => rangeResult({ chainId, fromBlock, toBlock: fromBlock + 9, era: DAY_X + fromBlock * 2 })
+  const later = (chainId: number, fromBlock: number) => rangeResult({ chainId, fromBlock, toBlock: fromBlock + 9, era: ERAS[2]! })
 
-  it('counts a day no later block completes once every range up to the finalized block is in, and again after tip rows and a rollback', async () => {
-    const commitBoth = async (results: RangeResult[], finalized?: number) => {
-      await Promise.all([insertPending(tipDb, results), insertPending(bulkDb, results)])
-      await commitRanges(tipDb.db, results)
-      await commitFinalRanges(
-        bulkDb.db,
-        results.map((result) => ({ ...result, finalized })),
-      )
-    }
-    // the finalized block above these ranges, a range still pending below it: the day waits
-    await insertPending(bulkDb, [range(8453, 31)])
-    await commitBoth([range(8453, 1), range(8453, 11)], 40)
-    await commitBoth([range(10, 1)], 40)
-    expect((await historyDaysIn(bulkDb)).pending.size).toBeGreaterThan(0)
-    // chain 10's ranges, none pending, do not reach the finalized block yet: its day waits too
-    const [none] = await bulkDb.db.$client<{ n: number }[]>`select count(*)::int as n from code_daily_sender_counts`
-    expect(none!.n).toBe(0)
-    await bulkDb.db.$client`delete from ranges where chain_id = 8453 and from_block = 31`
+  const commitBoth = async (results: RangeResult[], { tip = false, finalizedAt = NOW_S }: { tip?: boolean; finalizedAt?: number } = {}) => {
+    await Promise.all([insertPending(tipDb, results), insertPending(bulkDb, results)])
+    await commitRanges(tipDb.db, results)
+    if (tip) await commitRanges(bulkDb.db, results)
+    else await commitFinalRanges(bulkDb.db, results.map((result) => ({ ...result, finalizedAt })))
+  }
+
+  const historyOf = async (chainId: number) =>
+    (await bulkDb.db.$client<{ history: boolean; rolled_up: boolean }[]>`
+      select history, rolled_up from history_days where chain_id = ${chainId} and day = ${dayX}`)[0]
+
+  it('counts a day before the finalized block’s day from its rows once complete, whatever tip rows and members it also holds', async () => {
+    // the chain's finalized block in that same day: not history, its senders kept by members
+    await commitBoth([inDayX(10, 1)], { finalizedAt: DAY_X + 600 })
+    expect(await historyOf(10)).toEqual({ history: false, rolled_up: false })
     await expectSameTables(bulkDb, tipDb)
-    // every range up to the finalized block committed: the day is counted (on each chain, and on every chain)
-    await commitBoth([range(8453, 21)], 30)
-    await commitBoth([range(10, 11)], 20)
-    const [counted] = await bulkDb.db.$client<{ n: number }[]>`select count(*)::int as n from code_daily_sender_counts where chain_id = 0`
-    expect(counted!.n).toBeGreaterThan(0)
+    // the finalized block days later: history, no members, the day's counts wait for it to be complete
+    await commitBoth([inDayX(8453, 1)])
+    expect(await historyOf(8453)).toEqual({ history: true, rolled_up: false })
     await expectSameTables(bulkDb, tipDb)
+    // tip rows of that day, committed after it was marked (a process whose finalized block lags): recounted
+    await commitBoth([inDayX(8453, 11)], { tip: true })
     await expect(exactCountsOf(bulkDb)).resolves.toEqual(await exactCountsOf(tipDb))
-    // tip rows of the same day above them (a node weeks behind), then a reorg taking them out
-    const tipRange = range(8453, 31)
-    await Promise.all([insertPending(tipDb, [tipRange]), insertPending(bulkDb, [tipRange])])
-    for (const database of [tipDb, bulkDb]) await commitRanges(database.db, [tipRange])
+    await commitBoth([inDayX(8453, 21), inDayX(10, 11)])
+    expect(await historyOf(10)).toEqual({ history: true, rolled_up: false })
+    await expectSameTables(bulkDb, tipDb)
+    // blocks of a later day complete it on each chain: counted on the chain and on every chain
+    await commitBoth([later(8453, 31)])
+    await commitBoth([later(10, 21)])
+    expect([await historyOf(8453), await historyOf(10)]).toEqual([
+      { history: true, rolled_up: true },
+      { history: true, rolled_up: true },
+    ])
+    const [everyChain] = await bulkDb.db.$client<{ n: number }[]>`select count(*)::int as n from code_daily_sender_counts where chain_id = 0 and day = ${dayX}`
+    expect(everyChain!.n).toBeGreaterThan(0)
     await expect(exactCountsOf(bulkDb)).resolves.toEqual(await exactCountsOf(tipDb))
     await expectSameTables(bulkDb, tipDb)
+  })
+
+  it('counts a history day again when a rollback takes tip rows of it out', async () => {
+    // a third chain: its history rows, then tip rows of the same day above them, then a reorg of those
+    await commitBoth([inDayX(7, 1)])
+    await commitBoth([inDayX(7, 11)], { tip: true })
+    await expect(exactCountsOf(bulkDb)).resolves.toEqual(await exactCountsOf(tipDb))
     for (const database of [tipDb, bulkDb]) {
       const reserved = await database.db.$client.reserve()
       try {
-        await rollbackAbove(reserved, 8453, 30)
+        await rollbackAbove(reserved, 7, 10)
       } finally {
         reserved.release()
       }
@@ -416,6 +433,7 @@ describe('a bulk commit larger than a piece of its preparation', () => {
     const results: RangeResult[] = [
       {
         job: { chainId: 8453, fromBlock: 1, toBlock: 10, parentHash: labelHash('block0'), toHash: labelHash('block10') },
+        finalizedAt: NOW_S,
         blocks: Array.from({ length: 10 }, (_, i) => ({
           number: 1 + i,
           hash: labelHash(`block${1 + i}`),
