@@ -1,5 +1,5 @@
 import type postgres from 'postgres'
-import { EVERY_CHAIN } from '../db/schema/index.js'
+import { ANY_REGISTRY, EVERY_CHAIN } from '../db/schema/index.js'
 import { arrayLiteral } from './attribution-columns.js'
 import { DAY_MS, firstDayOf } from './buckets.js'
 import { checkpointOf } from './ranges.js'
@@ -153,7 +153,7 @@ export async function recountHistoryDays(sql: Sql, chainId: number, days: readon
 function recountDay(sql: Sql, day: string, scope: number, rows: postgres.PendingQuery<postgres.Row[]>) {
   return sql`
     insert into code_daily_sender_counts as t (code, registry, chain_id, day, senders)
-    select code, coalesce(registry, '*'), ${scope}::int, ${day}::date, count(distinct sender)
+    select code, coalesce(registry, ${ANY_REGISTRY}), ${scope}::int, ${day}::date, count(distinct sender)
     from (${rows}) as rows
     group by grouping sets ((code, registry), (code))
     order by 1, 2
@@ -202,5 +202,5 @@ export function historySenders(sql: Sql, query: { code: string; registry: string
     ) as a on true
     where h.history and h.day between ${query.from} and ${query.to}
       ${query.chainId === undefined ? sql`` : sql`and h.chain_id = ${query.chainId}`}
-      ${query.registry === '*' ? sql`` : sql`and ${registryOfRow(sql)} = ${query.registry}`}`
+      ${query.registry === ANY_REGISTRY ? sql`` : sql`and ${registryOfRow(sql)} = ${query.registry}`}`
 }
