@@ -110,6 +110,8 @@ export function createStreamHub(options: {
         if (events.length < READ_PAGE || stopped) return
       }
     } catch (error) {
+      // stopped: the process is closing its pool under a read still out; its subscribers were closed already
+      if (stopped) return
       logger.error({ err: (error as Error).message }, 'stream: could not read new events')
       resumeEveryone('new events could not be read')
       // they resume from the table; the live watermark moves on to what exists now
