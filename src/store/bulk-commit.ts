@@ -28,7 +28,9 @@ import { scopedDistinctCtes, WINDOW_CODE_SENDER_TABLES, WINDOW_SENDER_TABLES } f
  *   then one upsert per aggregate row, instead of grouping each statement's
  *   returned rows in SQL.
  * The aggregate tables are the tip path's, distinct senders kept as
- * presence (final-refs.ts), so reads and the tip path need nothing new. A
+ * presence (final-refs.ts), so reads and the tip path need nothing new —
+ * but for a history day's code senders, counted from its rows once the day
+ * is complete instead of a member row each (history-days.ts). A
  * bulk-committed range is never rolled back: the follower refuses a reorg
  * below `chain_finality.final_through` (follower/reconcile.ts).
  */

@@ -218,7 +218,7 @@ describe('bulk commit of finalized ranges', () => {
     expect(scope?.kept).toBe(true)
     // the first era's day is history, complete once the second era's blocks came: counted from its rows
     const history = await historyDaysIn(bulk)
-    expect([...history.days]).toEqual([new Date(ERAS[0]! * 1000).toISOString().slice(0, 10)])
+    expect(history.days).toContain(new Date(ERAS[0]! * 1000).toISOString().slice(0, 10))
     expect(history.pending.size).toBe(0)
     // the first era (40 days ago) is before every sender window but the all-time one: the tip path counted its
     // chain senders, the bulk path wrote none (nothing reads them); every other day's are the same
