@@ -39,11 +39,15 @@ export type EventRanges = { type: 'commit' | 'rollback'; ranges: string }
  * Rows are upserted in key order so concurrent commits take the shared rows'
  * locks in the same order and wait for each other instead of deadlocking.
  */
+/** The registry namespace of an attribution row (its columns, unqualified), as every aggregate names it. */
+export const registryOfRow = (sql: Sql) =>
+  sql`case when registry_address is null then 'canonical' else registry_chain_id::text || ':' || lower(registry_address) end`
+
 export function aggregateCtes(sql: Sql, rows: string, sign: 1 | -1, event: EventRanges, everyChain: boolean) {
   const bucketedRows = sql`
     buckets as (
       select code, chain_id, block_number, kind, status, suffix_gas, sender, tx_hash || ':' || user_op_index as item,
-        case when registry_address is null then 'canonical' else registry_chain_id::text || ':' || lower(registry_address) end as registry,
+        ${registryOfRow(sql)} as registry,
         (block_timestamp at time zone 'UTC')::date as day,
         date_trunc('hour', block_timestamp, 'UTC') as hour
       from ${sql(rows)}

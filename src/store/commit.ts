@@ -6,7 +6,7 @@ import { planForParameters, type Database } from '../db/client.js'
 import { aggregateCtes } from './aggregates.js'
 import { holdRefsWritersAlone, shareRefsWriters } from './final-refs.js'
 import { markedHistoryDays, recountHistoryDays, windowsReadFromMs } from './history-days.js'
-import { DAY_MS } from './buckets.js'
+import { DAY_MS, dayOf } from './buckets.js'
 import { AGGREGATED_COLUMNS, attributionInsert, suffixInsert, type AttributionRow, type SourceGroup, type UnnestInsert } from './attribution-columns.js'
 import { createEveryChainMemory, everyChainKeptIn, forgetEveryChainState, scopeCheck, writesEveryChain, type EveryChainMemory } from './every-chain.js'
 import type { RangeJob } from './ranges.js'
@@ -183,7 +183,7 @@ function daysMaybeHistory(results: readonly RangeResult[]): Map<number, Set<stri
       const ms = record.blockTimestamp * 1000
       if (ms >= beforeMs) continue
       const chainDays = days.get(job.chainId) ?? new Set<string>()
-      days.set(job.chainId, chainDays.add(new Date(ms).toISOString().slice(0, 10)))
+      days.set(job.chainId, chainDays.add(dayOf(new Date(ms))))
     }
   return days
 }

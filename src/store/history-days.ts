@@ -1,7 +1,8 @@
 import type postgres from 'postgres'
 import { ANY_REGISTRY, EVERY_CHAIN } from '../db/schema/index.js'
+import { registryOfRow } from './aggregates.js'
 import { arrayLiteral } from './attribution-columns.js'
-import { DAY_MS, firstDayOf } from './buckets.js'
+import { DAY_MS, dayOf, firstDayOf } from './buckets.js'
 import { checkpointOf } from './ranges.js'
 
 type Sql = postgres.Sql | postgres.TransactionSql | postgres.ReservedSql
@@ -73,7 +74,7 @@ export function historyDaysOf(results: ReadonlyArray<{ job: { chainId: number };
       const key = `${job.chainId}:${dayMs}`
       const day = seen.get(key)
       if (day === undefined)
-        seen.set(key, { chainId: job.chainId, day: new Date(dayMs).toISOString().slice(0, 10), first: block.number, last: block.number, history: dayMs < beforeMs })
+        seen.set(key, { chainId: job.chainId, day: dayOf(new Date(dayMs)), first: block.number, last: block.number, history: dayMs < beforeMs })
       else {
         day.first = Math.min(day.first, block.number)
         day.last = Math.max(day.last, block.number)
@@ -181,10 +182,6 @@ function codesRowsOfDay(sql: Sql, chainId: number, day: string) {
       where a.code = c.code and a.block_timestamp >= ${from} and a.block_timestamp < ${from} + interval '1 day'
     ) as a on true`
 }
-
-/** The registry namespace of an attribution row, as aggregates.ts names it. */
-export const registryOfRow = (sql: Sql) =>
-  sql`case when a.registry_address is null then 'canonical' else a.registry_chain_id::text || ':' || lower(a.registry_address) end`
 
 /**
  * A code's senders on the history days of `from`…`to` (on `chainId`, or
