@@ -21,6 +21,10 @@ type Sql = postgres.Sql | postgres.TransactionSql | postgres.ReservedSql
  */
 export type EventRanges = { type: 'commit' | 'rollback'; ranges: string }
 
+/** The registry namespace of an attribution row (its columns, unqualified), as every aggregate names it. */
+export const registryOfRow = (sql: Sql) =>
+  sql`case when registry_address is null then 'canonical' else registry_chain_id::text || ':' || lower(registry_address) end`
+
 /**
  * Everything the attribution rows in the CTE `rows` move (inserted, or
  * deleted with `sign` -1), as data-modifying CTEs of the statement that
@@ -39,10 +43,6 @@ export type EventRanges = { type: 'commit' | 'rollback'; ranges: string }
  * Rows are upserted in key order so concurrent commits take the shared rows'
  * locks in the same order and wait for each other instead of deadlocking.
  */
-/** The registry namespace of an attribution row (its columns, unqualified), as every aggregate names it. */
-export const registryOfRow = (sql: Sql) =>
-  sql`case when registry_address is null then 'canonical' else registry_chain_id::text || ':' || lower(registry_address) end`
-
 export function aggregateCtes(sql: Sql, rows: string, sign: 1 | -1, event: EventRanges, everyChain: boolean) {
   const bucketedRows = sql`
     buckets as (
