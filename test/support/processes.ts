@@ -28,6 +28,9 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals) {
   }
 }
 
+/** How long a role may take to stop after a signal other than SIGKILL before it is killed and the test fails. */
+const GRACEFUL_STOP_MS = 30_000
+
 /** Runs `attribution <role>` as a child process, the way operators run it, in its own process group. */
 export function spawnRole(role: 'start' | 'api' | 'follower' | 'worker', env: Record<string, string>, args: string[] = []): RoleProcess {
   const child = spawn(process.execPath, [cliPath, role, ...args], {
@@ -63,7 +66,16 @@ export function spawnRole(role: 'start' | 'api' | 'follower' | 'worker', env: Re
         if (signal === 'SIGKILL') killGroup(child, signal)
         else child.kill(signal)
       }
+      if (signal === 'SIGKILL') return void (await exited)
+      // the daemon ends within its own shutdown deadline (cli.ts, under 2 s): one still running long after is a
+      // bug to report with its log, not a test (and a CI run) waiting for ever; killed, as an orchestrator would
+      let timer: NodeJS.Timeout | undefined
+      const stuck = await Promise.race([exited.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(resolve, GRACEFUL_STOP_MS, true)))])
+      clearTimeout(timer)
+      if (!stuck) return
+      killGroup(child, 'SIGKILL')
       await exited
+      throw new Error(`attribution ${role} did not stop within ${GRACEFUL_STOP_MS} ms of ${signal}; its last lines:\n${lines.join('\n')}`)
     },
   }
 }
