@@ -32,7 +32,7 @@ const STATEMENTS_IN_FLIGHT = 2
 export type CommitTimes = (waitMs: number, statementMs: number) => void
 
 /** A range waiting for its statement; its result is let go once handed to the store (see commitBatch). */
-type Waiting = { result: RangeResult | undefined; resolve: (outcome: CommitOutcome) => void; reject: (error: Error) => void; readyAt: number; timed?: CommitTimes | undefined }
+type Waiting = { result: RangeResult | undefined; rows: number; resolve: (outcome: CommitOutcome) => void; reject: (error: Error) => void; readyAt: number; timed?: CommitTimes | undefined }
 
 /**
  * Aggregate stage of one worker process: ranges ready to commit share one
@@ -74,7 +74,7 @@ export function createCommitBatcher(options: CommitBatcherOptions) {
   const maxRows = options.maxRows ?? Number.POSITIVE_INFINITY
   const isFullRange = ({ job }: RangeResult) => job.toBlock - job.fromBlock + 1 >= options.rangeSize
   const rangesComing = () => options.activeRanges() - waiting.length - committing
-  const waitingRows = () => waiting.reduce((sum, entry) => sum + entry.result!.rows.length, 0)
+  const waitingRows = () => waiting.reduce((sum, entry) => sum + entry.rows, 0)
 
   function shouldWait(): boolean {
     return (
@@ -108,11 +108,11 @@ export function createCommitBatcher(options: CommitBatcherOptions) {
     const batch: Waiting[] = []
     let rows = 0
     for (let i = 0; i < waiting.length && batch.length < options.maxRanges; ) {
-      const { result } = waiting[i]!
+      const { result, rows: itsRows } = waiting[i]!
       if ((result!.final === true) !== final) i++
-      else if (batch.length > 0 && rows + result!.rows.length > maxRows) break
+      else if (batch.length > 0 && rows + itsRows > maxRows) break
       else {
-        rows += result!.rows.length
+        rows += itsRows
         batch.push(...waiting.splice(i, 1))
       }
     }
@@ -161,7 +161,8 @@ export function createCommitBatcher(options: CommitBatcherOptions) {
     /** Commits one range's result, alone or with others; resolves once its statement committed (and tells `timed` how long that took). */
     commit(result: RangeResult, timed?: CommitTimes): Promise<CommitOutcome> {
       return new Promise((resolve, reject) => {
-        waiting.push({ result, resolve, reject, readyAt: performance.now(), timed })
+        // its rows go to the store now (a commit thread's `hold`): they wait for their statement there, not here
+        waiting.push({ result: store.hold?.(result) ?? result, rows: result.rows.length, resolve, reject, readyAt: performance.now(), timed })
         consider()
       })
     },

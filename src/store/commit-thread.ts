@@ -18,7 +18,7 @@ import { closeDatabase, createDatabase } from '../db/client.js'
 import type { RangeResult } from './commit.js'
 import { createHeapKeeper } from './commit-thread-heap.js'
 import { createIndexStore } from './index-store.js'
-import type { CommitReply, CommitRequest, CommitThreadSettings, PlainError, PlainSettled } from './threaded-store.js'
+import type { CommitReply, CommitRequest, CommitThreadSettings, HoldRequest, PlainError, PlainSettled } from './threaded-store.js'
 import { commitTogetherOrEach, type BatchSettled } from './together-or-each.js'
 
 const settings = workerData as CommitThreadSettings
@@ -43,10 +43,28 @@ function plainSettled({ ranges, split }: BatchSettled): PlainSettled {
   }
 }
 
-async function commit({ id, results, each }: CommitRequest): Promise<void> {
+/** Rows sent ahead of their commit (threaded-store.ts `hold`), by ticket. */
+const heldRows = new Map<number, RangeResult['rows']>()
+
+/** The results with the rows their tickets name, every ticket used up; one this thread never took fails the whole request. */
+function withHeldRows(results: readonly RangeResult[]): RangeResult[] {
+  let missing: RangeResult | undefined
+  const whole = results.map(({ heldRows: ticket, ...result }) => {
+    if (ticket === undefined) return result
+    const rows = heldRows.get(ticket)
+    heldRows.delete(ticket)
+    if (!rows) missing ??= result
+    return { ...result, rows: rows ?? [] }
+  })
+  if (missing) throw new Error(`the commit thread does not hold the rows of range ${missing.job.fromBlock}-${missing.job.toBlock} (it was restarted since they were sent)`)
+  return whole
+}
+
+async function commit({ id, results: sent, each }: CommitRequest): Promise<void> {
   let reply: CommitReply
   try {
     if (closing) throw new Error('the commit thread is closing')
+    const results = withHeldRows(sent)
     reply = each
       ? { id, settled: plainSettled(await commitTogetherOrEach(store.commitRanges, results as RangeResult[])) }
       : { id, outcomes: await store.commitRanges(results as RangeResult[]) }
@@ -64,8 +82,9 @@ async function close(): Promise<void> {
   port.close()
 }
 
-port.on('message', (message: CommitRequest | 'close') => {
+port.on('message', (message: CommitRequest | HoldRequest | 'close') => {
   if (message === 'close') return void close()
+  if ('hold' in message) return void heldRows.set(message.hold, message.rows)
   const committing = commit(message).finally(() => {
     inFlight.delete(committing)
     // the batch is garbage now (this handler and the commit held the last references to it)

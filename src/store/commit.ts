@@ -26,6 +26,8 @@ export type RangeResult = {
   txCount: number
   rows: AttributionRow[]
   malformed: MalformedRecord[]
+  /** Its rows were handed to the store ahead of the commit (IndexStore.hold): `rows` is empty here and this is their ticket. */
+  heldRows?: number
 }
 
 export type CommitOutcome = { committed: boolean; inserted: number }

@@ -22,6 +22,13 @@ export type IndexStore = {
    * caller need not keep the batch for that. Without it, callers run commitTogetherOrEach over commitRanges.
    */
   commitTogetherOrEach?(results: readonly RangeResult[]): Promise<BatchSettled>
+  /**
+   * Hands a result's rows to where the commits run as soon as it is ready, and gives back the result without them
+   * (their ticket in `heldRows`), to be committed later like any other. A store on a thread of its own
+   * (threaded-store.ts) has it: rows waiting for their statement then wait there, and the caller's thread lets
+   * them go young, before its collector copies them again and again while they wait.
+   */
+  hold?(result: RangeResult): RangeResult
 }
 
 export function createIndexStore({ db }: { db: Database }): IndexStore {

@@ -12,7 +12,12 @@ import type { BatchSettled } from './together-or-each.js'
  *
  * A batch crosses by structured clone (~3 µs a row on the main thread,
  * against ~20 µs of folding and COPY text it no longer does); rows of one
- * record keep sharing it, as the fold expects. The thread then owns it: a
+ * record keep sharing it, as the fold expects. A range's rows cross as soon
+ * as the range is ready (`hold`), before their statement: on a dense backfill
+ * they wait a second or more for it, and waiting on the main thread they
+ * reached its old generation, to stay there as garbage once sent until a
+ * full collection (the dense peak was ~38 MiB higher; bench/LOG.md). Sent
+ * at once, the main thread's copy dies young. The thread then owns them: a
  * batch that must be committed range by range is retried there
  * (commitTogetherOrEach), so the caller lets go of its rows once they are
  * sent, and a dense backfill's rows in the commit are held once, not twice.
@@ -25,6 +30,8 @@ import type { BatchSettled } from './together-or-each.js'
 export type CommitThreadSettings = { databaseUrl: string; poolSize: number }
 /** `each`: committed by commitTogetherOrEach, answered with `settled`; else by commitRanges, answered with `outcomes`. */
 export type CommitRequest = { id: number; results: readonly RangeResult[]; each?: boolean }
+/** A result's rows sent ahead of its commit (IndexStore.hold), kept by the thread under `ticket` until a CommitRequest names it. */
+export type HoldRequest = { hold: number; rows: RangeResult['rows'] }
 export type PlainError = { name: string; message: string; code?: string; stack?: string }
 /** A BatchSettled as it crosses back: errors as plain objects (an Error's own fields and class do not survive the clone). */
 export type PlainSettled = { ranges: Array<{ outcome: CommitOutcome } | { error: PlainError }>; split?: { error: PlainError | undefined } }
@@ -32,6 +39,7 @@ export type CommitReply = { id: number; outcomes?: CommitOutcome[]; settled?: Pl
 
 export type ThreadedIndexStore = IndexStore & {
   commitTogetherOrEach(results: readonly RangeResult[]): Promise<BatchSettled>
+  hold(result: RangeResult): RangeResult
   /** Lets the commits in flight end, then closes the thread's pool and the thread. */
   close(): Promise<void>
 }
@@ -42,6 +50,13 @@ export type ThreadedIndexStore = IndexStore & {
  * bulk commit waiting for its turn.
  */
 const DEFAULT_POOL_SIZE = 3
+
+/**
+ * Rows from which a range's rows are sent ahead of its commit (`hold`). A dense range's thousands of rows wait
+ * seconds for their statement; a sparse chain's few hundred commit within the batch's short wait, and sent ahead
+ * they made the thread's young generation grow: the everyday chain's peak RSS rose ~20 MiB (bench/LOG.md).
+ */
+export const HOLD_FROM_ROWS = 1_000
 
 /**
  * The thread's module beside this one. From the sources (tests, benches, a
@@ -64,7 +79,15 @@ function rebuilt({ name, message, code, stack }: PlainError): Error {
   return error
 }
 
-export function createThreadedIndexStore({ databaseUrl, poolSize = DEFAULT_POOL_SIZE }: { databaseUrl: string; poolSize?: number }): ThreadedIndexStore {
+export function createThreadedIndexStore({
+  databaseUrl,
+  poolSize = DEFAULT_POOL_SIZE,
+  holdFromRows = HOLD_FROM_ROWS,
+}: {
+  databaseUrl: string
+  poolSize?: number
+  holdFromRows?: number
+}): ThreadedIndexStore {
   const waiting = new Map<number, { resolve: (reply: CommitReply) => void; reject: (error: Error) => void }>()
   let nextId = 0
   let thread: Worker | undefined
@@ -109,6 +132,25 @@ export function createThreadedIndexStore({ databaseUrl, poolSize = DEFAULT_POOL_
     return reply
   }
 
+  let nextTicket = 0
+  /**
+   * The rows go now, the rest of the result with its commit. A thread that ends meanwhile takes them along: the
+   * commit naming them then fails (the thread that took it does not hold them) and the range is retried, as
+   * when a thread dies with a batch. A range of few rows stays whole (HOLD_FROM_ROWS).
+   */
+  function hold(result: RangeResult): RangeResult {
+    if (closing || result.heldRows !== undefined || result.rows.length < holdFromRows) return result
+    thread ??= start()
+    const ticket = nextTicket++
+    try {
+      thread.postMessage({ hold: ticket, rows: result.rows } satisfies HoldRequest)
+    } catch {
+      // rows the structured clone refuses: they stay with the result, whose commit then fails alone
+      return result
+    }
+    return { ...result, rows: [], heldRows: ticket }
+  }
+
   const commitRanges = async (results: readonly RangeResult[]) => (await send(results, false)).outcomes!
 
   async function commitTogetherOrEach(results: readonly RangeResult[]): Promise<BatchSettled> {
@@ -123,6 +165,7 @@ export function createThreadedIndexStore({ databaseUrl, poolSize = DEFAULT_POOL_
     commitRanges,
     commitRange: async (result) => (await commitRanges([result]))[0]!,
     commitTogetherOrEach,
+    hold,
     close() {
       closing ??= (async () => {
         const closing = thread

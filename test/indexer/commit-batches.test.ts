@@ -246,6 +246,36 @@ describe('the worker’s commit batcher', () => {
     expect(await commitStatements(206)).toBe(2)
   })
 
+  it("hands each range's rows to a store that holds them (the commit thread) once it is ready, and batches by their count", async () => {
+    const results = await cutFour(207)
+    const store = createIndexStore({ db: database.db })
+    const held = new Map<number, RangeResult['rows']>()
+    const statements: Array<Array<number | undefined>> = []
+    const holding: IndexStore = {
+      ...store,
+      hold(result) {
+        held.set(result.job.fromBlock, result.rows)
+        return { ...result, rows: [], heldRows: result.job.fromBlock }
+      },
+      commitRanges(ranges) {
+        statements.push(ranges.map((range) => range.heldRows))
+        return store.commitRanges(ranges.map(({ heldRows, ...range }) => ({ ...range, rows: held.get(heldRows!)! })))
+      },
+    }
+    const commits = createCommitBatcher({ db: database.db, store: holding, maxRanges: 4, maxRows: 5, maxWaitMs: 600_000, rangeSize: RANGE_SIZE, activeRanges: () => 4 })
+    const first = commits.commit(results[0]!)
+    // the first range waits for others (the statement has not started), its rows already with the store
+    expect([...held.keys()]).toEqual([1])
+    expect(statements).toEqual([])
+    const outcomes = await Promise.all([first, ...results.slice(1).map((result) => commits.commit(result))])
+    expect(outcomes.map((outcome) => outcome.inserted)).toEqual([3, 2, 2, 2])
+    // rows 3, 2, 2, 2 counted from what was held: 5 fit the first two, the last two make the next batch
+    expect(statements).toEqual([
+      [1, 11],
+      [21, 31],
+    ])
+  })
+
   it('commits what waited once the wait bound passes', async () => {
     const [first] = await cutFour(203)
     const commits = batcher(() => 3, 50)

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { RangeResult } from '../../src/store/commit.js'
 import { createIndexStore } from '../../src/store/index-store.js'
-import { createThreadedIndexStore, type ThreadedIndexStore } from '../../src/store/threaded-store.js'
+import { createThreadedIndexStore, HOLD_FROM_ROWS, type ThreadedIndexStore } from '../../src/store/threaded-store.js'
 import { cutRange, senderAddress, type TestAttribution } from '../support/ranges.js'
 import { createTestDatabase, type TestDatabase } from '../support/services.js'
 
@@ -21,7 +21,8 @@ let store: ThreadedIndexStore
 
 beforeAll(async () => {
   ;[inProcess, threaded] = await Promise.all([createTestDatabase('thread_in_process'), createTestDatabase('thread_threaded')])
-  store = createThreadedIndexStore({ databaseUrl: threaded.url })
+  // every range's rows sent ahead when held: the ranges here are of 30 rows
+  store = createThreadedIndexStore({ databaseUrl: threaded.url, holdFromRows: 1 })
 })
 
 afterAll(async () => {
@@ -74,6 +75,47 @@ describe('commits on a thread of their own', () => {
       expect(outcomes[0]).toEqual({ committed: true, inserted: 30 })
     }
     expect(await tablesOf(threaded)).toEqual(await tablesOf(inProcess))
+  })
+
+  it('commits ranges whose rows were sent ahead (hold) as the same ranges committed in-process', async () => {
+    const local = createIndexStore({ db: inProcess.db })
+    const cut = await Promise.all([121, 131].map((fromBlock) => cutInBoth(fromBlock, true, NOW_S - 40 * DAY_S)))
+    const held = cut.map(([, theirs]) => store.hold(theirs))
+    expect(held.map((result) => result.rows)).toEqual([[], []])
+    const [expected, settled] = await Promise.all([local.commitRanges(cut.map(([mine]) => mine)), store.commitTogetherOrEach(held)])
+    expect(settled).toEqual({ ranges: expected.map((outcome) => ({ outcome })) })
+    expect(expected).toEqual([
+      { committed: true, inserted: 30 },
+      { committed: true, inserted: 30 },
+    ])
+    expect(await tablesOf(threaded)).toEqual(await tablesOf(inProcess))
+  })
+
+  it('keeps the rows of a range under HOLD_FROM_ROWS with its result', async () => {
+    const defaults = createThreadedIndexStore({ databaseUrl: threaded.url })
+    try {
+      const [, range] = await cutInBoth(151, true, NOW_S - 40 * DAY_S)
+      expect(range.rows.length).toBeLessThan(HOLD_FROM_ROWS)
+      expect(defaults.hold(range)).toBe(range)
+      expect(await defaults.commitRange(range)).toEqual({ committed: true, inserted: 30 })
+    } finally {
+      await defaults.close()
+    }
+  })
+
+  it('fails a commit whose rows its thread never took (a thread started since they were sent), and writes nothing of it', async () => {
+    const other = createThreadedIndexStore({ databaseUrl: threaded.url, holdFromRows: 1 })
+    try {
+      const [, range] = await cutInBoth(141, true, NOW_S - 40 * DAY_S)
+      // a ticket of another thread stands for one the restarted thread never took
+      const elsewhere = other.hold(range)
+      await expect(store.commitRange(elsewhere)).rejects.toThrow(/does not hold the rows of range 141-150/)
+      const [status] = await threaded.db.$client<{ status: string }[]>`select status from ranges where from_block = 141`
+      expect(status?.status).toBe('pending')
+      expect(await store.commitRange(range)).toEqual({ committed: true, inserted: 30 })
+    } finally {
+      await other.close()
+    }
   })
 
   it('answers a range no longer pending as not committed, and commits nothing twice', async () => {
