@@ -132,16 +132,16 @@ export async function fetchRange(
   const { maxRows, limitBlockFetches = (fetch) => fetch() } = options
   const rowsByBlock = new Map<number, number>()
   let rows = 0
-  // each candidate is detected as its answer is read (batches.ts): the parsed transactions are never held
-  const keep = (tx: RawTransaction, blockNumber: number) => {
-    const candidate = detectCandidate(tx, entryPoints)
-    if (candidate === undefined) return undefined
+  // each candidate is detected as it is read (batches.ts): the parsed transactions are never held
+  const detect = (tx: RawTransaction) => detectCandidate(tx, entryPoints)
+  // and counted once its answer was read whole (a scan given up half-way is read again)
+  const keep = (candidate: Candidate, blockNumber: number) => {
     const added = rowsOf(candidate)
     rows += added
     rowsByBlock.set(blockNumber, (rowsByBlock.get(blockNumber) ?? 0) + added)
     return rows > maxRows ? undefined : candidate
   }
-  const scanned = await limitBlockFetches(() => rpc.blocks(job.fromBlock, job.toBlock, candidateFilter(entryPoints), keep))
+  const scanned = await limitBlockFetches(() => rpc.blocks(job.fromBlock, job.toBlock, candidateFilter(entryPoints), detect, keep))
   verifyBranch(scanned, job)
   if (rows > maxRows) throw new RangeTooDenseError(job, rows, piecesOf(job, scanned, rowsByBlock, maxRows))
   options.expectRows?.(rows)

@@ -51,23 +51,30 @@ beforeAll(async () => {
 afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
 
 for (const parsed of [false, true]) {
-  it(`hands on only what keep returns for each candidate (${parsed ? 'answers parsed' : 'answers scanned'})`, async () => {
+  it(`hands on what detect and then keep return for each candidate (${parsed ? 'answers parsed' : 'answers scanned'})`, async () => {
     escaped = parsed
     const rpc = createRpc({ url, timeoutMs: 5_000, batchSize: 10 })
     const offered: RawTransaction[] = []
-    const keep = (tx: RawTransaction) => {
+    const kept: Array<[string, number]> = []
+    // the reduced form: the transaction's hash and index, for the marked ones
+    const detect = (tx: RawTransaction) => {
       offered.push(tx)
-      // the reduced form: the transaction's hash alone, and only for the first marked one
-      return tx.transactionIndex === '0x1' ? { hash: tx.hash } : undefined
+      return { hash: tx.hash, index: tx.transactionIndex }
     }
-    const blocks = await rpc.blocks(7, 9, { inputSuffix: MARKER_HEX, toAddresses: new Set() }, keep)
+    // then, per block, only the first marked one
+    const keep = (detected: { hash: string; index: string | null }, blockNumber: number) => {
+      kept.push([detected.hash, blockNumber])
+      return detected.index === '0x1' ? { hash: detected.hash } : undefined
+    }
+    const blocks = await rpc.blocks(7, 9, { inputSuffix: MARKER_HEX, toAddresses: new Set() }, detect, keep)
     expect(blocks.map((b) => [b.number, b.txCount, b.candidates])).toEqual([
       [7, 3, [{ hash: hash(7001) }]],
       [8, 3, [{ hash: hash(8001) }]],
       [9, 3, [{ hash: hash(9001) }]],
     ])
-    // keep saw the filter's candidates only, each once, in full
+    // detect saw the filter's candidates only, each once, in full; keep each detected one once, with its block
     expect(offered.map((tx) => tx.hash)).toEqual([7001, 7002, 8001, 8002, 9001, 9002].map(hash))
+    expect(kept).toEqual([7001, 7002, 8001, 8002, 9001, 9002].map((n) => [hash(n), Math.floor(n / 1000)]))
     expect(offered[0]!.input).toBe(`0xdeadbeef${MARKER_HEX}`)
   })
 }

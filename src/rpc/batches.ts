@@ -94,27 +94,33 @@ export function createBatches(pool: EndpointPool, options: { timeoutMs: number }
 
   /**
    * Blocks `from`..`to`, with the transactions `filter` lets through, each
-   * reduced by `keep` (given the block's number; dropped where it returns undefined) as soon as its
-   * answer is read: a parsed transaction holds its calldata and signature,
-   * and the blocks of a range arrive over several answers, so unreduced a
-   * dense chain's fetches in flight held 6,000–10,000 of them at the heap's peak.
+   * reduced by `detect` as soon as it is read (block-scan.ts says why; dropped where it returns undefined),
+   * then, once the answer was read whole, by `keep` (given the block's number; dropped where it returns
+   * undefined). `detect` has no effect beyond its answer (an answer the scan gives up on half-way is read
+   * again call by call); `keep`, which runs once per transaction kept, may count what it keeps.
    * Throws BlockNotFoundError if no endpoint has one.
    */
-  function blocks<Candidate>(
+  function blocks<Detected, Candidate = Detected>(
     from: number,
     to: number,
     filter: TransactionFilter,
-    keep: (tx: RawTransaction, blockNumber: number) => Candidate | undefined,
+    detect: (tx: RawTransaction) => Detected | undefined,
+    keep: (detected: Detected, blockNumber: number) => Candidate | undefined = (detected) => detected as unknown as Candidate,
   ): Promise<ScannedBlock<Candidate>[]> {
     const numbers = Array.from({ length: to - from + 1 }, (_, i) => from + i)
-    const reduced = (block: ScannedBlock): ScannedBlock<Candidate> => {
+    const reduced = (block: ScannedBlock<Detected>): ScannedBlock<Candidate> => {
       const candidates: Candidate[] = []
-      for (const tx of block.candidates) {
-        const kept = keep(tx, block.number)
+      for (const detected of block.candidates) {
+        const kept = keep(detected, block.number)
         if (kept !== undefined) candidates.push(kept)
       }
       return { ...block, candidates }
     }
+    /** A block parsed whole (the call-by-call reading): its transactions detected as the scan's are. */
+    const detectedIn = (block: ScannedBlock): ScannedBlock<Detected> => ({
+      ...block,
+      candidates: block.candidates.map(detect).filter((detected): detected is Detected => detected !== undefined),
+    })
     return pool.run(numbers.length, (endpoint) =>
       endpoint.transport.callMany({
         method: 'eth_getBlockByNumber',
@@ -123,9 +129,9 @@ export function createBatches(pool: EndpointPool, options: { timeoutMs: number }
         params: numbers.map((number) => [numberToHex(number), true]),
         readBatch: (body, positions) => {
           endpoint.meter.bytes(body.length)
-          return scanBlockBatch(body, positions.map((position) => numbers[position]!), filter).map(reduced)
+          return scanBlockBatch(body, positions.map((position) => numbers[position]!), filter, detect).map(reduced)
         },
-        readResult: (value, position) => reduced(scannedFrom(value, numbers[position]!, filter)),
+        readResult: (value, position) => reduced(detectedIn(scannedFrom(value, numbers[position]!, filter))),
       }),
     )
   }

@@ -82,6 +82,20 @@ describe('scanBlockBatch', () => {
     expect(scanBlockBatch(Buffer.from(batch(blocks)), [5], { inputSuffix: 'beef', toAddresses: new Set([entryPoint]) })[0]!.candidates.map((t) => t.hash)).toEqual([hash(1002)])
   })
 
+  it('hands each candidate to detect as it is read, keeping what detect returns', () => {
+    const blocks = [block(5, [tx(0, `0x${MARKER_HEX}`), tx(1, `0xdeadbeef${MARKER_HEX}`), tx(2, '0x')]), block(6, [tx(3, `0x${MARKER_HEX}`)])]
+    const detected: string[] = []
+    const detect = (t: { hash: string; input: string }) => (detected.push(t.hash), t.input.startsWith('0xdeadbeef') ? undefined : { hash: t.hash })
+    const scanned = scanBlockBatch(Buffer.from(batch(blocks)), [5, 6], filter, detect)
+    expect(scanned.map((b) => b.candidates)).toEqual([[{ hash: hash(1000) }], [{ hash: hash(1003) }]])
+    expect(detected).toEqual([hash(1000), hash(1001), hash(1003)])
+    // read as they come: when the scan refuses the second block, the first block's candidates were detected already
+    detected.length = 0
+    const hashesOnly = [blocks[0]!, block(6, [hash(7)] as never)]
+    expect(() => scanBlockBatch(Buffer.from(batch(hashesOnly)), [5, 6], filter, detect)).toThrow(/other than objects/)
+    expect(detected).toEqual([hash(1000), hash(1001)])
+  })
+
   it('returns the blocks in the order asked, whatever the order of the answers', () => {
     const blocks = [block(9, [tx(0, '0x')]), block(8, [tx(1, `0x${MARKER_HEX}`)])]
     expect(scanBlockBatch(Buffer.from(batch(blocks)), [8, 9], filter).map((b) => b.number)).toEqual([8, 9])
