@@ -5,12 +5,13 @@ import { planForParameters, type Database } from '../db/client.js'
 import type { StoredRecord } from '../attribution/records.js'
 import { arrayLiteral, attributionInsert, suffixInsert, type AttributionRow } from './attribution-columns.js'
 import { HOUR_MS, HOURLY_TOTALS_DAYS } from './buckets.js'
-import { BLOCK_CONFLICT_SQL, blocksInsert, malformedInsert, rangeFlipCtes, recordsOf, type CommitOutcome, type RangeResult } from './commit.js'
+import { BLOCK_CONFLICT_SQL, blocksInsert, malformedInsert, rangeFlipCtes, recordsOf, rowCount, type CommitOutcome, type RangeResult } from './commit.js'
 import { ATTRIBUTION_EVENTS_CHANNEL } from './events.js'
 import { chainScopes, createEveryChainMemory, forgetEveryChainState, writesEveryChain, type EveryChainMemory } from './every-chain.js'
 import { createFinalMembers, type BatchMembers, type FinalMembers } from './final-members.js'
 import { createFolder, type FoldContext, type FoldedAggregates, type WindowBound } from './fold.js'
 import { FINAL_REFS, holdRefsWritersAlone } from './final-refs.js'
+import { piecesOf } from './row-pieces.js'
 import { historyBeforeMs, historyDaysOf, recordHistoryDays, rollUpHistoryDays } from './history-days.js'
 import { chainSendersReadFrom } from './rolling-windows.js'
 import { scopedDistinctCtes, WINDOW_CODE_SENDER_TABLES, WINDOW_SENDER_TABLES } from './scope-refs.js'
@@ -51,16 +52,20 @@ export async function commitFinalRanges(
 ): Promise<CommitOutcome[]> {
   const sql = db.$client
   const chainIds = results.map(({ job }) => job.chainId)
-  const rows = await copyTexts(results)
+  let rows: CopyTexts | undefined
   // the every-chain scope's state can change under a commit only once in a database's life: a second try fits
   for (let attempt = 0; attempt < 3; attempt++) {
     const everyChain = await writesEveryChain(sql, chainIds, memory)
-    const prepared = await prepareAggregates(results, await foldContext(sql, everyChain, results), finalMembers)
+    const context = await foldContext(sql, everyChain, results)
+    // the COPY text made in the same pass as the first fold: each piece of rows read once (row-pieces.ts)
+    const texts = rows ? undefined : createCopyTexts()
+    const prepared = await prepareAggregates(results, context, finalMembers, texts)
+    rows ??= texts!.result()
     try {
       const written = await sql.begin((tx) => commitInTransaction(tx, results, rows, prepared, finalMembers))
       // the members this commit made final (or found final), remembered once it has committed (final-members.ts)
       finalMembers.add(written.members, written.context.windows)
-      return results.map(({ rows }) => ({ committed: true, inserted: rows.length }))
+      return results.map((result) => ({ committed: true, inserted: rowCount(result) }))
     } catch (error) {
       if (error instanceof StaleBatch) return results.map(() => ({ committed: false, inserted: 0 }))
       if (!(error instanceof ScopeMoved)) throw error
@@ -70,20 +75,18 @@ export async function commitFinalRanges(
   throw new Error('the every-chain scope state kept changing under the commit')
 }
 
-/**
- * Rows a piece of the preparation handles before the event loop runs
- * again: a batch is tens of thousands of rows, prepared while the other
- * batch in flight waits on this loop between its statements (~20 ms a piece).
- */
-const ROWS_A_PIECE = 2_000
-
 const turnOfTheLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
 
-/** `visit` over every range's rows in pieces of ROWS_A_PIECE, the event loop let run between pieces. */
+/**
+ * `visit` over every range's rows a piece at a time (row-pieces.ts), the
+ * event loop let run between pieces: a batch is tens of thousands of rows,
+ * prepared while the other batch in flight waits on this loop between its
+ * statements.
+ */
 async function inPieces(results: readonly RangeResult[], visit: (result: RangeResult, rows: readonly AttributionRow[]) => void): Promise<void> {
   for (const result of results)
-    for (let from = 0; from < result.rows.length; from += ROWS_A_PIECE) {
-      visit(result, result.rows.slice(from, from + ROWS_A_PIECE))
+    for (const rows of piecesOf(result)) {
+      visit(result, rows)
       await turnOfTheLoop()
     }
 }
@@ -97,9 +100,12 @@ async function inPieces(results: readonly RangeResult[], visit: (result: RangeRe
  */
 type PreparedAggregates = { context: FoldContext; literals: Literals; members: BatchMembers }
 
-async function prepareAggregates(results: readonly RangeResult[], context: FoldContext, finalMembers: FinalMembers): Promise<PreparedAggregates> {
+async function prepareAggregates(results: readonly RangeResult[], context: FoldContext, finalMembers: FinalMembers, texts?: CopyTextMaker): Promise<PreparedAggregates> {
   const folder = createFolder(context, { knownFinal: finalMembers })
-  await inPieces(results, ({ job }, rows) => folder.add(job, rows))
+  await inPieces(results, ({ job }, rows) => {
+    folder.add(job, rows)
+    texts?.add(job.chainId, rows)
+  })
   const folded = folder.result()
   const { scopeSets, chainSenders, windowSenderRefs } = folded
   return { context, literals: literalsOf(folded), members: { scopeSets, chainSenders, windowSenderRefs } }
@@ -184,20 +190,24 @@ function storeBlocksAndMalformed(tx: Tx, results: readonly RangeResult[]) {
 /** COPY text in pieces, sent one after another: never concatenated into one string (a copy of every byte, and a rope until then). */
 type CopyTexts = { attributions: string[]; suffixes: string[] }
 
-/** The batch's attribution and suffix rows as COPY text, made in pieces (inPieces); undefined when it has none. */
-async function copyTexts(results: readonly RangeResult[]): Promise<CopyTexts | undefined> {
-  if (results.every(({ rows }) => rows.length === 0)) return undefined
+type CopyTextMaker = { add(chainId: number, rows: readonly AttributionRow[]): void; result(): CopyTexts | undefined }
+
+/** The batch's attribution and suffix rows as COPY text, added a piece at a time (inPieces); undefined when it has none. */
+function createCopyTexts(): CopyTextMaker {
   const attributions: string[] = []
   const suffixes: string[] = []
   let previousRecord: StoredRecord | undefined
-  await inPieces(results, ({ job }, rows) => {
-    attributions.push(attributionInsert.copyText([{ chainId: job.chainId, sources: rows }]))
-    // a record whose rows a piece's end splits: its suffix goes with the piece holding its first row
-    const records = recordsOf(rows)
-    suffixes.push(suffixInsert.copyText([{ chainId: job.chainId, sources: records[0] === previousRecord ? records.slice(1) : records }]))
-    previousRecord = rows.at(-1)?.record
-  })
-  return { attributions, suffixes }
+  return {
+    add(chainId, rows) {
+      if (rows.length === 0) return
+      attributions.push(attributionInsert.copyText([{ chainId, sources: rows }]))
+      // a record whose rows a piece's end splits: its suffix goes with the piece holding its first row
+      const records = recordsOf(rows)
+      suffixes.push(suffixInsert.copyText([{ chainId, sources: records[0] === previousRecord ? records.slice(1) : records }]))
+      previousRecord = rows.at(-1)?.record
+    },
+    result: () => (attributions.length === 0 ? undefined : { attributions, suffixes }),
+  }
 }
 
 /** The attribution and suffix rows, by COPY: the ranges are locked pending, so none of their rows exists yet. */

@@ -18,6 +18,7 @@ import { closeDatabase, createDatabase } from '../db/client.js'
 import type { RangeResult } from './commit.js'
 import { createHeapKeeper } from './commit-thread-heap.js'
 import { createIndexStore } from './index-store.js'
+import type { RowPieces } from './row-pieces.js'
 import type { CommitReply, CommitRequest, CommitThreadSettings, HoldRequest, PlainError, PlainSettled } from './threaded-store.js'
 import { commitTogetherOrEach, type BatchSettled } from './together-or-each.js'
 
@@ -43,18 +44,18 @@ function plainSettled({ ranges, split }: BatchSettled): PlainSettled {
   }
 }
 
-/** Rows sent ahead of their commit (threaded-store.ts `hold`), by ticket. */
-const heldRows = new Map<number, RangeResult['rows']>()
+/** Rows sent ahead of their commit (threaded-store.ts `hold`), by ticket, as bytes until the commit reads them. */
+const heldRows = new Map<number, RowPieces>()
 
 /** The results with the rows their tickets name, every ticket used up; one this thread never took fails the whole request. */
 function withHeldRows(results: readonly RangeResult[]): RangeResult[] {
   let missing: RangeResult | undefined
   const whole = results.map(({ heldRows: ticket, ...result }) => {
     if (ticket === undefined) return result
-    const rows = heldRows.get(ticket)
+    const rowPieces = heldRows.get(ticket)
     heldRows.delete(ticket)
-    if (!rows) missing ??= result
-    return { ...result, rows: rows ?? [] }
+    if (!rowPieces) missing ??= result
+    return { ...result, ...(rowPieces && { rowPieces }) }
   })
   if (missing) throw new Error(`the commit thread does not hold the rows of range ${missing.job.fromBlock}-${missing.job.toBlock} (it was restarted since they were sent)`)
   return whole

@@ -10,6 +10,7 @@ import { DAY_MS, dayOf } from './buckets.js'
 import { AGGREGATED_COLUMNS, attributionInsert, suffixInsert, type AttributionRow, type SourceGroup, type UnnestInsert } from './attribution-columns.js'
 import { createEveryChainMemory, everyChainKeptIn, forgetEveryChainState, scopeCheck, writesEveryChain, type EveryChainMemory } from './every-chain.js'
 import type { RangeJob } from './ranges.js'
+import type { RowPieces } from './row-pieces.js'
 
 export type { AttributionRow } from './attribution-columns.js'
 
@@ -28,7 +29,12 @@ export type RangeResult = {
   malformed: MalformedRecord[]
   /** Its rows were handed to the store ahead of the commit (IndexStore.hold): `rows` is empty here and this is their ticket. */
   heldRows?: number
+  /** Where the rows were held (the commit thread), they come back as bytes a piece at a time (row-pieces.ts): read by the bulk path piece by piece, or all at once for the tip path (index-store.ts). */
+  rowPieces?: RowPieces
 }
+
+/** A range's attribution rows, held as objects or as pieces. */
+export const rowCount = ({ rows, rowPieces }: Pick<RangeResult, 'rows' | 'rowPieces'>) => rows.length + (rowPieces?.count ?? 0)
 
 export type CommitOutcome = { committed: boolean; inserted: number }
 
@@ -269,12 +275,12 @@ async function commitStatement(sql: Sql, results: readonly RangeResult[], everyC
  * commit paths begin with it (bulk-commit.ts).
  */
 export function rangeFlipCtes(sql: Sql, results: readonly RangeResult[], guard = sql`true`) {
-  const batch = results.map(({ job, txCount, rows }) => ({
-    chain_id: job.chainId,
-    from_block: job.fromBlock,
-    to_hash: job.toHash,
-    tx_count: txCount,
-    attribution_count: rows.length,
+  const batch = results.map((result) => ({
+    chain_id: result.job.chainId,
+    from_block: result.job.fromBlock,
+    to_hash: result.job.toHash,
+    tx_count: result.txCount,
+    attribution_count: rowCount(result),
   }))
   return sql`
     batch as (

@@ -3,6 +3,7 @@ import { commitFinalRanges } from './bulk-commit.js'
 import { commitRanges, type CommitOutcome, type RangeResult } from './commit.js'
 import { createEveryChainMemory } from './every-chain.js'
 import { createFinalMembers } from './final-members.js'
+import { allRows } from './row-pieces.js'
 import type { BatchSettled } from './together-or-each.js'
 
 /**
@@ -31,11 +32,18 @@ export type IndexStore = {
   hold?(result: RangeResult): RangeResult
 }
 
+/** A result whose rows came as pieces (row-pieces.ts) with its rows as objects: the tip path's statement takes them all at once. */
+function withRowsRead(result: RangeResult): RangeResult {
+  if (!result.rowPieces) return result
+  const { rowPieces, ...rest } = result
+  return { ...rest, rows: [...rest.rows, ...allRows(rowPieces)] }
+}
+
 export function createIndexStore({ db }: { db: Database }): IndexStore {
   const everyChain = createEveryChainMemory()
   const finalMembers = createFinalMembers()
   const commitEither = (results: readonly RangeResult[]) =>
-    results.every((result) => result.final) ? commitFinalRanges(db, results, everyChain, finalMembers) : commitRanges(db, results, everyChain)
+    results.every((result) => result.final) ? commitFinalRanges(db, results, everyChain, finalMembers) : commitRanges(db, results.map(withRowsRead), everyChain)
   return {
     commitRanges: (results) => commitEither(results),
     commitRange: async (result) => (await commitEither([result]))[0]!,

@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads'
 import type { CommitOutcome, RangeResult } from './commit.js'
 import type { IndexStore } from './index-store.js'
+import { rowPieces, transferList, type RowPieces } from './row-pieces.js'
 import type { BatchSettled } from './together-or-each.js'
 
 /**
@@ -17,7 +18,9 @@ import type { BatchSettled } from './together-or-each.js'
  * they wait a second or more for it, and waiting on the main thread they
  * reached its old generation, to stay there as garbage once sent until a
  * full collection (the dense peak was ~38 MiB higher; bench/LOG.md). Sent
- * at once, the main thread's copy dies young. The thread then owns them: a
+ * at once, the main thread's copy dies young; they cross as the clone's
+ * bytes (row-pieces.ts), so they wait on the thread outside its heap too,
+ * and become objects a piece at a time as the commit reads them. The thread then owns them: a
  * batch that must be committed range by range is retried there
  * (commitTogetherOrEach), so the caller lets go of its rows once they are
  * sent, and a dense backfill's rows in the commit are held once, not twice.
@@ -30,8 +33,8 @@ import type { BatchSettled } from './together-or-each.js'
 export type CommitThreadSettings = { databaseUrl: string; poolSize: number }
 /** `each`: committed by commitTogetherOrEach, answered with `settled`; else by commitRanges, answered with `outcomes`. */
 export type CommitRequest = { id: number; results: readonly RangeResult[]; each?: boolean }
-/** A result's rows sent ahead of its commit (IndexStore.hold), kept by the thread under `ticket` until a CommitRequest names it. */
-export type HoldRequest = { hold: number; rows: RangeResult['rows'] }
+/** A result's rows sent ahead of its commit (IndexStore.hold) as bytes (row-pieces.ts), kept by the thread under `ticket` until a CommitRequest names it. */
+export type HoldRequest = { hold: number; rows: RowPieces }
 export type PlainError = { name: string; message: string; code?: string; stack?: string }
 /** A BatchSettled as it crosses back: errors as plain objects (an Error's own fields and class do not survive the clone). */
 export type PlainSettled = { ranges: Array<{ outcome: CommitOutcome } | { error: PlainError }>; split?: { error: PlainError | undefined } }
@@ -143,7 +146,8 @@ export function createThreadedIndexStore({
     thread ??= start()
     const ticket = nextTicket++
     try {
-      thread.postMessage({ hold: ticket, rows: result.rows } satisfies HoldRequest)
+      const rows = rowPieces(result.rows)
+      thread.postMessage({ hold: ticket, rows } satisfies HoldRequest, transferList(rows))
     } catch {
       // rows the structured clone refuses: they stay with the result, whose commit then fails alone
       return result

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { RangeResult } from '../../src/store/commit.js'
 import { createIndexStore } from '../../src/store/index-store.js'
+import { rowPieces } from '../../src/store/row-pieces.js'
 import { createThreadedIndexStore, HOLD_FROM_ROWS, type ThreadedIndexStore } from '../../src/store/threaded-store.js'
 import { cutRange, senderAddress, type TestAttribution } from '../support/ranges.js'
 import { createTestDatabase, type TestDatabase } from '../support/services.js'
@@ -88,6 +89,29 @@ describe('commits on a thread of their own', () => {
       { committed: true, inserted: 30 },
       { committed: true, inserted: 30 },
     ])
+    expect(await tablesOf(threaded)).toEqual(await tablesOf(inProcess))
+  })
+
+  it('commits a tip range whose rows were sent ahead as the same range committed in-process', async () => {
+    const local = createIndexStore({ db: inProcess.db })
+    const [mine, theirs] = await cutInBoth(201, false, NOW_S - 60)
+    const [expected, outcome] = await Promise.all([local.commitRange(mine), store.commitRange(store.hold(theirs))])
+    expect(outcome).toEqual(expected)
+    expect(outcome).toEqual({ committed: true, inserted: 30 })
+    expect(await tablesOf(threaded)).toEqual(await tablesOf(inProcess))
+  })
+
+  it('commits rows read a piece at a time (several pieces, on both paths) as the same rows held as objects', async () => {
+    const [local, pieced] = [createIndexStore({ db: inProcess.db }), createIndexStore({ db: threaded.db })]
+    for (const [fromBlock, final, timestamp] of [
+      [211, true, NOW_S - 40 * DAY_S],
+      [221, false, NOW_S - 60],
+    ] as const) {
+      const [mine, theirs] = await cutInBoth(fromBlock, final, timestamp)
+      const asPieces = { ...theirs, rows: [], rowPieces: rowPieces(theirs.rows, 7) }
+      expect(asPieces.rowPieces.pieces.length).toBeGreaterThan(2)
+      expect(await pieced.commitRanges([asPieces])).toEqual(await local.commitRanges([mine]))
+    }
     expect(await tablesOf(threaded)).toEqual(await tablesOf(inProcess))
   })
 
